@@ -1,0 +1,48 @@
+# Set-up and everyday tasks. Every target creates and uses the virtual
+# environment in .venv; torch is installed first as the CPU build (torch==2.13.0).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DATA   ?= $(or $(DEFSENT_DATA),$(wildcard ../shared/data))
+WORK   ?= demo-out
+export DEFSENT_DATA := $(DATA)
+
+.PHONY: install test test-fast lint format demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## make test: the whole suite, the slow real-MiniLM / real-data tests included (what CI runs)
+test: $(STAMP)
+	$(BIN)/ruff check defsent_cli tests bench
+	$(BIN)/pytest -q
+
+## make test-fast: tiny models only
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check defsent_cli tests bench
+	$(BIN)/ruff format --check defsent_cli tests bench
+
+format: $(STAMP)
+	$(BIN)/ruff format defsent_cli tests bench
+	$(BIN)/ruff check --fix defsent_cli tests bench
+
+## make demo: a small complete run on the bundled all-MiniLM-L6-v2 and the real WordNet
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo.sh $(WORK)
+
+bench: $(STAMP)
+	$(BIN)/python bench/encode.py
+
+clean:
+	rm -rf $(WORK) .pytest_cache

@@ -1,0 +1,66 @@
+"""``defsent encode``: texts in, one vector per line out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .. import io
+from ..cli import command
+from ..console import err_console
+from ..encoding import encode
+from ..errors import DefsentError
+from ..models import load_model
+from ..pooling import POOLINGS
+from .options import BATCH_SIZE, DEVICE, FORCE, MAX_LENGTH, MODEL, POOLING, PROGRESS
+
+
+@command("encode")
+def encode_command(
+    model: Path = MODEL,
+    inputs: list[Path] = typer.Option(None, "--input", "-i", help="Input file(s); default stdin. '-' is stdin."),
+    field: str = typer.Option(None, "--field", help="Read JSONL and embed this string field of each object."),
+    output: Path = typer.Option(None, "--output", "-o", help="Output file: .npy, .h5 or .jsonl (by suffix). Default: .npy on stdout."),
+    pooling: str = POOLING,
+    batch_size: int = BATCH_SIZE,
+    max_length: int = MAX_LENGTH,
+    normalize: bool = typer.Option(False, "--normalize/--no-normalize", help="L2-normalise each vector."),
+    skip_blank: bool = typer.Option(False, "--skip-blank", help="Skip blank lines instead of failing."),
+    device: str = DEVICE,
+    show_progress: bool = PROGRESS,
+    force: bool = FORCE,
+) -> None:
+    """Encode sentences (one per line) into float32 vectors, one row per line, in order.
+
+    Example: defsent encode --model ckpt/ --pooling mean < sents.txt > vecs.npy
+    """
+    sources = [str(p) for p in inputs] if inputs else ["-"]
+    if sources == ["-"] and sys.stdin.isatty():
+        raise DefsentError("no input: pipe sentences into stdin or pass --input FILE")
+    if output is None and sys.stdout.isatty():
+        raise DefsentError("refusing to write binary .npy to a terminal; redirect stdout or pass -o FILE")
+    if output is not None:
+        io.vector_format(output)
+        io.check_output(output, force)
+    if pooling is not None and pooling not in POOLINGS:
+        raise DefsentError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    texts = io.read_texts(sources, field=field, skip_blank=skip_blank)
+    loaded = load_model(model, device)
+    vectors = encode(
+        texts,
+        loaded,
+        pooling=pooling,
+        batch_size=batch_size,
+        max_length=max_length,
+        normalize_embeddings=normalize,
+        show_progress_bar=show_progress,
+    )
+    used = pooling or loaded.default_pooling
+    if output is None:
+        io.write_npy_stdout(vectors)
+    else:
+        attrs = {"model": str(model), "pooling": used, "normalized": normalize}
+        io.write_vectors(output, vectors, texts=texts, attrs=attrs)
+    err_console.print(f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({used} pooling)")

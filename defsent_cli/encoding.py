@@ -1,0 +1,136 @@
+"""The one encode loop: tokenise, sort by length, batch, pool, restore order.
+
+Serves ``encode``, ``embed-entries``, the evaluations and model selection.
+Sorting by token length keeps padding small; every pooling is masked, so the
+output does not depend on the batch size beyond float noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .console import make_progress
+from .errors import DefsentError
+from .models import LoadedModel
+from .pooling import Pooling, PoolingInput, get_pooling
+
+
+def apply_template(template: str, text: str, mask_token: str) -> tuple[str, int, int]:
+    """Fill ``[X]`` with ``text`` and ``[MASK]`` with the model's mask token.
+
+    Returns the filled string and the character span of ``text`` inside it.
+    """
+    if "[X]" not in template:
+        raise DefsentError(f"template {template!r} has no [X] placeholder for the sentence")
+    prefix, suffix = template.split("[X]", 1)
+    prefix = prefix.replace("[MASK]", mask_token)
+    suffix = suffix.replace("[MASK]", mask_token)
+    return prefix + text + suffix, len(prefix), len(prefix) + len(text)
+
+
+def _tokenize_templated(texts: Sequence[str], tokenizer, template: str, max_length: int) -> list[list[int]]:
+    """Tokenise texts inside a template; when too long, drop the sentence's last tokens, never the mask."""
+    if tokenizer.mask_token is None:
+        raise DefsentError("this tokenizer has no mask token, so prompt pooling cannot be used")
+    if not getattr(tokenizer, "is_fast", False):
+        raise DefsentError("prompt pooling needs a fast (Rust) tokenizer to truncate around the template")
+    filled = [apply_template(template, t, tokenizer.mask_token) for t in texts]
+    enc = tokenizer([f[0] for f in filled], add_special_tokens=True, return_offsets_mapping=True, truncation=False)
+    out: list[list[int]] = []
+    for ids, offsets, (_, start, end) in zip(enc["input_ids"], enc["offset_mapping"], filled, strict=True):
+        excess = len(ids) - max_length
+        if excess > 0:
+            in_sentence = [i for i, (a, b) in enumerate(offsets) if b > a and a >= start and b <= end]
+            if excess >= len(in_sentence):
+                raise DefsentError(f"--max-length {max_length} is too short for the prompt template")
+            drop = set(in_sentence[-excess:])
+            ids = [tok for i, tok in enumerate(ids) if i not in drop]
+        out.append(list(ids))
+    return out
+
+
+def tokenize(texts: Sequence[str], tokenizer, pooling: Pooling, max_length: int) -> list[list[int]]:
+    """Token ids (with special tokens, unpadded) for each text, truncated to ``max_length``."""
+    if pooling.template:
+        return _tokenize_templated(texts, tokenizer, pooling.template, max_length)
+    enc = tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=max_length)
+    return [list(ids) for ids in enc["input_ids"]]
+
+
+def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad to the longest item: (input_ids, attention_mask)."""
+    longest = max(len(ids) for ids in id_lists)
+    input_ids = torch.full((len(id_lists), longest), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(id_lists), longest), dtype=torch.long)
+    for row, ids in enumerate(id_lists):
+        input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
+        attention_mask[row, : len(ids)] = 1
+    return input_ids, attention_mask
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    """Index batches, longest first, so each batch pads to nearly its own items' length."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def encode_ids(
+    loaded: LoadedModel,
+    id_lists: Sequence[Sequence[int]],
+    pooling: Pooling,
+    batch_size: int = 32,
+    progress=None,
+    task=None,
+) -> np.ndarray:
+    """Run the encoder over pre-tokenised inputs; rows come back in input order."""
+    if batch_size < 1:
+        raise DefsentError("--batch-size must be at least 1")
+    tokenizer, model = loaded.tokenizer, loaded.model
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    out = np.empty((len(id_lists), loaded.dim), dtype=np.float32)
+    with torch.inference_mode():
+        for index in length_batches([len(ids) for ids in id_lists], batch_size):
+            input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
+            input_ids, attention_mask = input_ids.to(loaded.device), attention_mask.to(loaded.device)
+            states = model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            pooled = pooling(PoolingInput(states, attention_mask, input_ids, tokenizer.mask_token_id))
+            out[index] = pooled.float().cpu().numpy()
+            if progress is not None:
+                progress.advance(task, len(index))
+    return out
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def encode(
+    texts: Sequence[str],
+    loaded: LoadedModel,
+    pooling: str | Pooling | None = None,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    normalize_embeddings: bool = False,
+    show_progress_bar: bool | None = None,
+    description: str = "encoding",
+) -> np.ndarray:
+    """Encode texts to a float32 (n, dim) matrix, like sentence-transformers' ``encode``.
+
+    ``pooling`` defaults to the model folder's own (sentence-transformers or
+    defsent config), ``max_length`` to the model's limit.
+    """
+    pool = pooling if isinstance(pooling, Pooling) else get_pooling(pooling or loaded.default_pooling)
+    limit = max_length or loaded.max_length
+    if limit < 2:
+        raise DefsentError("--max-length must be at least 2")
+    if not texts:
+        return np.zeros((0, loaded.dim), dtype=np.float32)
+    id_lists = tokenize(texts, loaded.tokenizer, pool, limit)
+    with make_progress("sentences", show_progress_bar) as progress:
+        task = progress.add_task(description, total=len(id_lists))
+        vectors = encode_ids(loaded, id_lists, pool, batch_size, progress, task)
+    return l2_normalize(vectors) if normalize_embeddings else vectors

@@ -1,0 +1,23 @@
+"""User-facing errors: one line, a file and line number where there is one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DefsentError(Exception):
+    """Bad usage or bad input: the CLI prints one line and exits with 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+
+
+class DefsentRuntimeError(DefsentError):
+    """A failure while running on valid input (exit 1)."""
+
+    exit_code = 1

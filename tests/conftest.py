@@ -1,0 +1,195 @@
+"""Shared fixtures: tiny random BERT / RoBERTa models and tokenizers built on the fly,
+small dictionary files, and the CLI runner. Nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("DEFSENT_NO_PROGRESS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+
+CORPUS = [
+    "a long-necked african animal",
+    "give new life or vigor to",
+    "the act of running quickly",
+    "a domesticated carnivorous mammal kept as a pet",
+    "a feeling of great happiness",
+    "having the necessary means or skill to do something",
+    "this sentence means something about a dog and a cat",
+    "an animal that lives in water and swims with fins",
+    "two men are playing guitar on the street",
+    "a woman is slicing an onion in the kitchen",
+]
+
+WORDS = sorted({w for line in CORPUS for w in line.replace("-", " - ").split()} | {"giraffe", "dog", "fish", "joy"})
+
+
+def data_root() -> Path | None:
+    """The real data (SentEval layout + WordNet), from DEFSENT_DATA or ../shared/data."""
+    for candidate in (os.environ.get("DEFSENT_DATA"), REPO.parent / "shared" / "data"):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def _bert_tokenizer(folder: Path):
+    from transformers import BertTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = sorted({c for w in WORDS for c in w} | set("abcdefghijklmnopqrstuvwxyz0123456789.,:;\"'!?()-"))
+    vocab = specials + WORDS + chars + [f"##{c}" for c in chars] + ["this", "sentence", "means", '"', ":"]
+    seen: list[str] = []
+    for token in vocab:
+        if token not in seen:
+            seen.append(token)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(seen) + "\n")
+    return BertTokenizerFast(vocab={token: i for i, token in enumerate(seen)}, do_lower_case=True)
+
+
+def _roberta_tokenizer(folder: Path):
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    corpus = CORPUS + ['This sentence : "x" means <mask> .'] * 3
+    bpe.train_from_iterator(corpus, vocab_size=400, min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = bpe.get_vocab()
+    bpe.save_model(str(folder))
+    lines = (folder / "merges.txt").read_text().splitlines()
+    merges = [tuple(m.split(" ")) for m in lines if m and not m.startswith("#")]
+    return RobertaTokenizerFast(vocab=vocab, merges=merges)
+
+
+def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
+    """A 2-layer, 32-dim BERT with pooler and MLM head, saved with its tokenizer."""
+    import torch
+    from transformers import BertConfig, BertForPreTraining
+
+    tokenizer = _bert_tokenizer(folder)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    BertForPreTraining(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_roberta(folder: Path, seed: int = 0) -> Path:
+    """A 2-layer, 32-dim RoBERTa with its MLM head, saved with a byte-level BPE tokenizer."""
+    import torch
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    tokenizer = _roberta_tokenizer(folder)
+    torch.manual_seed(seed)
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    RobertaForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def wrap_sentence_transformers(model_dir: Path, folder: Path, pooling: str = "mean") -> Path:
+    """A sentence-transformers style folder around a tiny model (Transformer + Pooling + Normalize)."""
+    import shutil
+
+    shutil.copytree(model_dir, folder)
+    (folder / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+            ]
+        )
+    )
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64, "do_lower_case": False}))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 32,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+                "pooling_mode_max_tokens": pooling == "max",
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            }
+        )
+    )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta(tmp_path_factory) -> Path:
+    return build_tiny_roberta(tmp_path_factory.mktemp("tiny-roberta"))
+
+
+@pytest.fixture(scope="session")
+def tiny_st(tmp_path_factory, tiny_bert) -> Path:
+    return wrap_sentence_transformers(tiny_bert, tmp_path_factory.mktemp("st") / "tiny-st", pooling="mean")
+
+
+@pytest.fixture
+def runner():
+    from typer.testing import CliRunner
+
+    return CliRunner()
+
+
+@pytest.fixture
+def cli(runner):
+    """Run ``defsent ARGS...``; returns the click Result (exit_code, stdout, stderr)."""
+    from defsent_cli.cli import app
+
+    def invoke(*args: str, input: str | bytes | None = None):
+        return runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def tiny_dict(tmp_path) -> Path:
+    """A small dictionary JSONL in the DESIGN.md format."""
+    rows = [
+        {"entry": "giraffe", "definitions": ["a long-necked african animal"], "sources": ["test"], "split": "train"},
+        {"entry": "revitalize", "definitions": ["give new life or vigor to"], "sources": ["test"], "split": "train"},
+        {
+            "entry": "dog",
+            "definitions": ["a domesticated carnivorous mammal kept as a pet", "an animal that barks"],
+            "sources": ["test"],
+            "split": "train",
+        },
+        {"entry": "joy", "definitions": ["a feeling of great happiness"], "sources": ["test"], "split": "dev"},
+        {"entry": "fish", "definitions": ["an animal that lives in water and swims with fins"], "sources": ["test"], "split": "test"},
+    ]
+    path = tmp_path / "dict.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

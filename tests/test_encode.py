@@ -1,0 +1,174 @@
+"""The encode loop and ``defsent encode`` on tiny models."""
+
+import io
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from defsent_cli.encoding import apply_template, encode, tokenize
+from defsent_cli.errors import DefsentError
+from defsent_cli.models import load_model
+from defsent_cli.pooling import PROMPT_TEMPLATE, get_pooling
+
+SENTS = [
+    "a long-necked african animal",
+    "dog",
+    "give new life or vigor to something that was tired and old and slow",
+    "a feeling of great happiness",
+    "two men are playing guitar",
+]
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert):
+    return load_model(tiny_bert, "cpu")
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max", "prompt"])
+def test_output_independent_of_batch_size_and_order(bert, pooling):
+    one = encode(SENTS, bert, pooling=pooling, batch_size=1)
+    many = encode(SENTS, bert, pooling=pooling, batch_size=3)
+    assert one.shape == (len(SENTS), 32) and one.dtype == np.float32
+    np.testing.assert_allclose(one, many, atol=1e-5)
+    # row i is sentence i: encoding a sentence alone gives its row
+    alone = encode([SENTS[2]], bert, pooling=pooling)
+    np.testing.assert_allclose(alone[0], many[2], atol=1e-5)
+
+
+def test_mean_pooling_matches_hand_computation(bert):
+    import torch
+
+    ids = bert.tokenizer(SENTS[0], return_tensors="pt")
+    with torch.no_grad():
+        states = bert.model(**ids).last_hidden_state[0]
+    np.testing.assert_allclose(encode([SENTS[0]], bert, "mean")[0], states.mean(0).numpy(), atol=1e-6)
+    np.testing.assert_allclose(encode([SENTS[0]], bert, "cls")[0], states[0].numpy(), atol=1e-6)
+
+
+def test_normalize_gives_unit_rows(bert):
+    vecs = encode(SENTS, bert, "mean", normalize_embeddings=True)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_prompt_template_filled_with_model_mask_token(tiny_roberta):
+    roberta = load_model(tiny_roberta, "cpu")
+    text, start, end = apply_template(PROMPT_TEMPLATE, "a dog", roberta.tokenizer.mask_token)
+    assert text == 'This sentence : "a dog" means <mask> .'
+    assert text[start:end] == "a dog"
+    assert encode(["a dog"], roberta, "prompt").shape == (1, 32)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
+def test_prompt_truncation_never_cuts_the_mask(request, fixture):
+    loaded = load_model(request.getfixturevalue(fixture), "cpu")
+    long = " ".join(["animal"] * 200)
+    ids = tokenize([long], loaded.tokenizer, get_pooling("prompt"), 20)[0]
+    assert len(ids) == 20
+    assert loaded.tokenizer.mask_token_id in ids
+    # the template's tail ('means [MASK] .' + end token) survives intact
+    tail = loaded.tokenizer.convert_ids_to_tokens(ids[-4:])
+    assert loaded.tokenizer.mask_token in tail
+    assert encode([long], loaded, "prompt", max_length=20).shape == (1, 32)
+
+
+def test_prompt_max_length_too_short_is_an_error(bert):
+    with pytest.raises(DefsentError, match="too short for the prompt template"):
+        tokenize(["a dog"], bert.tokenizer, get_pooling("prompt"), 5)
+
+
+def test_sentence_transformers_folder_loads_with_its_defaults(tiny_st):
+    loaded = load_model(tiny_st, "cpu")
+    assert loaded.source == "sentence-transformers"
+    assert loaded.default_pooling == "mean" and loaded.normalize and loaded.max_length == 64
+
+
+def test_matches_sentence_transformers(tiny_st):
+    st = pytest.importorskip("sentence_transformers")
+    theirs = st.SentenceTransformer(str(tiny_st), device="cpu").encode(SENTS, convert_to_numpy=True)
+    ours = encode(SENTS, load_model(tiny_st, "cpu"), normalize_embeddings=True)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def test_not_a_model_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(DefsentError, match="not a transformers model folder"):
+        load_model(tmp_path, "cpu")
+    with pytest.raises(DefsentError, match="local folder"):
+        load_model(tmp_path / "bert-base-uncased", "cpu")
+
+
+# ---- the CLI, as a user runs it ----
+
+
+def npy(result) -> np.ndarray:
+    return np.load(io.BytesIO(result.stdout_bytes))
+
+
+def test_cli_pipe_stdin_to_npy_stdout(cli, tiny_bert, bert):
+    result = cli("encode", "--model", tiny_bert, "--pooling", "mean", input="\n".join(SENTS) + "\n")
+    assert result.exit_code == 0, result.stderr
+    vecs = npy(result)
+    np.testing.assert_allclose(vecs, encode(SENTS, bert, "mean"), atol=1e-6)
+
+
+def test_cli_crlf_input_and_files(cli, tiny_bert, tmp_path, bert):
+    src = tmp_path / "s.txt"
+    src.write_bytes(("\r\n".join(SENTS) + "\r\n").encode())
+    out = tmp_path / "v.npy"
+    result = cli("encode", "-m", tiny_bert, "-i", src, "-o", out, "--normalize")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_allclose(np.load(out), encode(SENTS, bert, "mean", normalize_embeddings=True), atol=1e-6)
+
+
+def test_cli_blank_line_names_the_line(cli, tiny_bert):
+    result = cli("encode", "-m", tiny_bert, input="a dog\n\na cat\n")
+    assert result.exit_code == 2
+    assert "<stdin>:2:" in result.stderr and "--skip-blank" in result.stderr
+    assert "Traceback" not in result.stderr
+    ok = cli("encode", "-m", tiny_bert, "--skip-blank", input="a dog\n\na cat\n")
+    assert ok.exit_code == 0 and npy(ok).shape == (2, 32)
+
+
+def test_cli_jsonl_field_and_h5_jsonl_outputs(cli, tiny_bert, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": s}) + "\n" for i, s in enumerate(SENTS)))
+    h5_out, jsonl_out = tmp_path / "v.h5", tmp_path / "v.jsonl"
+    assert cli("encode", "-m", tiny_bert, "-i", src, "--field", "text", "-o", h5_out).exit_code == 0
+    with h5py.File(h5_out) as h5:
+        assert h5["vectors"].shape == (5, 32)
+        assert [t.decode() for t in h5["texts"][()]] == SENTS
+        assert h5.attrs["pooling"] == "mean"
+    assert cli("encode", "-m", tiny_bert, "-i", src, "--field", "text", "-o", jsonl_out).exit_code == 0
+    rows = [json.loads(line) for line in jsonl_out.read_text().splitlines()]
+    assert [r["text"] for r in rows] == SENTS and len(rows[0]["embedding"]) == 32
+    bad = cli("encode", "-m", tiny_bert, "-i", src, "--field", "sentence")
+    assert bad.exit_code == 2 and "in.jsonl:1: no field 'sentence'" in bad.stderr
+
+
+def test_cli_refuses_to_overwrite_and_bad_suffix(cli, tiny_bert, tmp_path):
+    out = tmp_path / "v.npy"
+    out.write_bytes(b"keep")
+    result = cli("encode", "-m", tiny_bert, "-o", out, input="a dog\n")
+    assert result.exit_code == 2 and "--force" in result.stderr
+    assert out.read_bytes() == b"keep"
+    assert cli("encode", "-m", tiny_bert, "-o", out, "--force", input="a dog\n").exit_code == 0
+    assert np.load(out).shape == (1, 32)
+    bad = cli("encode", "-m", tiny_bert, "-o", tmp_path / "v.csv", input="a dog\n")
+    assert bad.exit_code == 2 and "unknown output suffix" in bad.stderr
+
+
+def test_cli_bad_model_and_pooling(cli, tmp_path, tiny_bert):
+    result = cli("encode", "-m", tmp_path / "nope", input="a dog\n")
+    assert result.exit_code == 2 and "local folder" in result.stderr and "Traceback" not in result.stderr
+    result = cli("encode", "-m", tiny_bert, "--pooling", "avg", input="a dog\n")
+    assert result.exit_code == 2 and "unknown pooling" in result.stderr
+
+
+def test_cli_help_and_version(cli):
+    result = cli("--help")
+    assert result.exit_code == 0
+    for name in ("build-dict", "encode", "embed-entries"):
+        assert name in result.stdout
+    assert cli("--version").stdout.startswith("defsent ")
+    assert "Example: defsent encode" in cli("encode", "--help").stdout
