@@ -39,7 +39,14 @@ def main() -> None:
     st_model = SentenceTransformer(path, device="cpu")
 
     def ours() -> np.ndarray:
-        return encode(sentences, ours_model, "mean", batch_size=args.batch_size, normalize_embeddings=True, show_progress_bar=False)
+        return encode(
+            sentences,
+            ours_model,
+            "mean",
+            batch_size=args.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
 
     def theirs() -> np.ndarray:
         return st_model.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True, normalize_embeddings=True)

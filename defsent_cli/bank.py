@@ -135,7 +135,7 @@ def build_bank(
         "format": BANK_FORMAT,
         "kind": kind,
         "pooling": pooling.name,
-        "encoder": str(loaded.path),
+        "encoder": str(Path(loaded.path).resolve()),
         "dictionary": str(dictionary),
         "dictionary_sha256": sha256_file(dictionary),
         "splits": ",".join(s for s in SPLITS if s in wanted),

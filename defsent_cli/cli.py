@@ -36,7 +36,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Sentence embeddings from dictionary definitions (DefSent+)."""
 
@@ -64,7 +66,7 @@ def command(name: str, **kwargs: Any) -> Callable[[Callable], Callable]:
 
 def _load_commands() -> None:
     # Imported for their side effect: each module registers its commands on ``app``.
-    from .commands import bank, dictionary, encode  # noqa: F401
+    from .commands import bank, dictionary, encode, lookup, train  # noqa: F401
 
 
 _load_commands()

@@ -8,15 +8,14 @@ import sys
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    ProgressColumn,
-    Task,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-
 from rich.text import Text
 
 err_console = Console(stderr=True, highlight=False)

@@ -121,11 +121,15 @@ def vector_format(path: str | Path) -> str:
     """The vector file format named by a suffix: npy, h5 or jsonl."""
     suffix = Path(path).suffix.lower()
     if suffix not in VECTOR_SUFFIXES:
-        raise DefsentError(f"unknown output suffix {suffix or '(none)'}; use one of {', '.join(VECTOR_SUFFIXES)}", path=path)
+        raise DefsentError(
+            f"unknown output suffix {suffix or '(none)'}; use one of {', '.join(VECTOR_SUFFIXES)}", path=path
+        )
     return {".hdf5": "h5"}.get(suffix, suffix[1:])
 
 
-def write_vectors(path: str | Path, vectors: np.ndarray, texts: list[str] | None = None, attrs: dict | None = None) -> None:
+def write_vectors(
+    path: str | Path, vectors: np.ndarray, texts: list[str] | None = None, attrs: dict | None = None
+) -> None:
     """Atomically write a float32 matrix as .npy, .h5 (dataset ``vectors``) or .jsonl."""
     fmt = vector_format(path)
     vectors = np.asarray(vectors, dtype=np.float32)

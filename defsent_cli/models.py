@@ -25,6 +25,12 @@ def quiet_transformers() -> None:
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    try:  # save_pretrained's "Writing model shards" bar comes from huggingface_hub
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    except ImportError:
+        pass
 
 
 def resolve_device(device: str = "auto"):
@@ -55,6 +61,8 @@ class LoadedModel:
     max_length: int = 512
     normalize: bool = False
     info: dict = field(default_factory=dict)
+    transformer_dir: Path | None = None  # the folder holding config.json (inside an ST folder)
+    missing_keys: set = field(default_factory=set)  # weights the checkpoint lacked (initialised at random)
 
     @property
     def dim(self) -> int:
@@ -138,11 +146,15 @@ def load_model(path: str | Path, device: str = "auto") -> LoadedModel:
     try:
         tokenizer = AutoTokenizer.from_pretrained(transformer_dir)
     except Exception as exc:  # noqa: BLE001 - any loader failure is a user-facing one-liner
-        raise DefsentError(f"cannot load a tokenizer ({type(exc).__name__}: {str(exc).splitlines()[0]})", path=transformer_dir) from None
+        raise DefsentError(
+            f"cannot load a tokenizer ({type(exc).__name__}: {str(exc).splitlines()[0]})", path=transformer_dir
+        ) from None
     try:
-        model = AutoModel.from_pretrained(transformer_dir, dtype=torch.float32)
+        model, loading = AutoModel.from_pretrained(transformer_dir, dtype=torch.float32, output_loading_info=True)
     except Exception as exc:  # noqa: BLE001
-        raise DefsentError(f"cannot load the model ({type(exc).__name__}: {str(exc).splitlines()[0]})", path=transformer_dir) from None
+        raise DefsentError(
+            f"cannot load the model ({type(exc).__name__}: {str(exc).splitlines()[0]})", path=transformer_dir
+        ) from None
     resolved = resolve_device(device)
     model.to(resolved).eval()
     limit = model_max_length(model.config, tokenizer)
@@ -157,4 +169,6 @@ def load_model(path: str | Path, device: str = "auto") -> LoadedModel:
         max_length=max_length,
         normalize=normalize,
         info=info,
+        transformer_dir=transformer_dir,
+        missing_keys=set(loading.get("missing_keys", ())),
     )

@@ -60,7 +60,9 @@ def _roberta_tokenizer(folder: Path):
 
     bpe = ByteLevelBPETokenizer()
     corpus = CORPUS + ['This sentence : "x" means <mask> .'] * 3
-    bpe.train_from_iterator(corpus, vocab_size=400, min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.train_from_iterator(
+        corpus, vocab_size=400, min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    )
     folder.mkdir(parents=True, exist_ok=True)
     vocab = bpe.get_vocab()
     bpe.save_model(str(folder))
@@ -188,7 +190,12 @@ def tiny_dict(tmp_path) -> Path:
             "split": "train",
         },
         {"entry": "joy", "definitions": ["a feeling of great happiness"], "sources": ["test"], "split": "dev"},
-        {"entry": "fish", "definitions": ["an animal that lives in water and swims with fins"], "sources": ["test"], "split": "test"},
+        {
+            "entry": "fish",
+            "definitions": ["an animal that lives in water and swims with fins"],
+            "sources": ["test"],
+            "split": "test",
+        },
     ]
     path = tmp_path / "dict.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

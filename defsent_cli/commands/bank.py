@@ -19,9 +19,13 @@ from .options import BATCH_SIZE, DEVICE, FORCE, MAX_LENGTH, PROGRESS
 def embed_entries(
     dictionary: Path = typer.Argument(..., help="Dictionary JSONL (build-dict output)."),
     encoder: Path = typer.Option(..., "--encoder", "--model", "-m", help="Local encoder folder."),
-    kind: str = typer.Option("AMP", "--kind", "-k", help="AC (mean of CLS states) or AMP (mean of mean-pooled states)."),
+    kind: str = typer.Option(
+        "AMP", "--kind", "-k", help="AC (mean of CLS states) or AMP (mean of mean-pooled states)."
+    ),
     output: Path = typer.Option(..., "--output", "-o", help="Output bank (.h5)."),
-    splits: str = typer.Option(",".join(SPLITS), "--splits", help="Comma-separated splits whose entries enter the bank."),
+    splits: str = typer.Option(
+        ",".join(SPLITS), "--splits", help="Comma-separated splits whose entries enter the bank."
+    ),
     batch_size: int = BATCH_SIZE,
     max_length: int = MAX_LENGTH,
     device: str = DEVICE,

@@ -22,7 +22,9 @@ def encode_command(
     model: Path = MODEL,
     inputs: list[Path] = typer.Option(None, "--input", "-i", help="Input file(s); default stdin. '-' is stdin."),
     field: str = typer.Option(None, "--field", help="Read JSONL and embed this string field of each object."),
-    output: Path = typer.Option(None, "--output", "-o", help="Output file: .npy, .h5 or .jsonl (by suffix). Default: .npy on stdout."),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="Output file: .npy, .h5 or .jsonl (by suffix). Default: .npy on stdout."
+    ),
     pooling: str = POOLING,
     batch_size: int = BATCH_SIZE,
     max_length: int = MAX_LENGTH,
