@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import random
 import re
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
@@ -343,6 +344,17 @@ def max_entries(entries: Iterable[Entry], n: int | None) -> list[Entry]:
     if n < 1:
         raise DefsentError(f"--max-entries must be at least 1, got {n}")
     return entries[:n]
+
+
+def sample_entries(entries: Iterable[Entry], n: int | None, seed: int = 42) -> list[Entry]:
+    """A seeded random sample of ``n`` entries, kept in their original order (all when ``n`` is None)."""
+    entries = list(entries)
+    if n is None or n >= len(entries):
+        return entries
+    if n < 1:
+        raise DefsentError(f"--sample must be at least 1, got {n}")
+    keep = sorted(random.Random(seed).sample(range(len(entries)), n))
+    return [entries[i] for i in keep]
 
 
 # --------------------------------------------------------------------------- splits

@@ -457,3 +457,13 @@ def test_real_wordnet_counts():
     assert len(merged) == 147_306
     assert sum(len(e.definitions) for e in merged) == 206_906
     assert elapsed < 60
+
+
+def test_sample_entries_seeded_and_ordered():
+    entries = [d.Entry(f"w{i}", [f"def {i}"], ["test"]) for i in range(100)]
+    a = d.sample_entries(entries, 10, seed=1)
+    assert [e.entry for e in a] == [e.entry for e in d.sample_entries(entries, 10, seed=1)]
+    assert [e.entry for e in a] != [e.entry for e in d.sample_entries(entries, 10, seed=2)]
+    positions = [int(e.entry[1:]) for e in a]
+    assert positions == sorted(positions) and len(set(positions)) == 10
+    assert len(d.sample_entries(entries, 1000)) == 100

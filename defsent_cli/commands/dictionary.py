@@ -44,7 +44,10 @@ def build_dict(
         "--split",
         help="train,dev,test fractions, e.g. 0.8,0.1,0.1, assigned by entry (default: keep; all train).",
     ),
-    seed: int = typer.Option(42, "--seed", help="Seed for --split."),
+    sample: int | None = typer.Option(
+        None, "--sample", min=1, help="Keep a seeded random sample of N entries, in dictionary order (after filters)."
+    ),
+    seed: int = typer.Option(42, "--seed", help="Seed for --split and --sample."),
     stats: bool = typer.Option(False, "--stats", help="Print the dictionary statistics table (stderr)."),
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT."),
 ) -> None:
@@ -71,6 +74,7 @@ def build_dict(
     if tokenizer is not None:
         entries = lib.single_token(entries, tokenizer)
     entries = lib.min_definitions(entries, min_definitions)
+    entries = lib.sample_entries(entries, sample, seed)
     entries = lib.max_entries(entries, max_entries)
     if fractions is not None:
         entries = lib.assign_splits(entries, fractions, seed)
