@@ -363,7 +363,7 @@ def train(
         err_console.print(f"resuming from step {trainer.step} of {trainer.total_steps} ({state_path})")
     else:
         if resume:
-            err_console.print(f"[yellow]warning:[/yellow] nothing to resume in {work_dir}; starting from step 0")
+            err_console.print(f"no saved state in {work_dir}: starting from step 0")
         if work_dir.exists():
             for stale in ("state.pt", "log.jsonl"):
                 (work_dir / stale).unlink(missing_ok=True)

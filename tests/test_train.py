@@ -131,7 +131,9 @@ def test_train_writes_a_checkpoint_that_transformers_and_sentence_transformers_l
 
     before = AutoModel.from_pretrained(tiny_bert)
     after = AutoModel.from_pretrained(out)
-    assert not torch.equal(before.encoder.layer[0].attention.self.query.weight, after.encoder.layer[0].attention.self.query.weight)
+    assert not torch.equal(
+        before.encoder.layer[0].attention.self.query.weight, after.encoder.layer[0].attention.self.query.weight
+    )
     # sentence-transformers loads it with the inference pooling (cls), the same vectors as defsent encode
     from sentence_transformers import SentenceTransformer
 
@@ -234,3 +236,50 @@ def test_lookup_and_eval_dict(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
     metrics = json.loads(report.read_text())
     assert metrics["n"] == 1 and metrics["bank_entries"] == 5 and 0.2 <= metrics["mrr"] <= 1.0
     assert metrics["top10"] == 1.0  # five candidates only
+
+
+# --- select-best ----------------------------------------------------------------------------------
+
+
+def _mini_stsb(root: Path) -> Path:
+    folder = root / "downstream" / "STS" / "STSBenchmark"
+    folder.mkdir(parents=True)
+    pairs = [
+        ("a dog", "an animal that barks", 4.0),
+        ("a feeling of great happiness", "joy", 3.5),
+        ("two men are playing guitar on the street", "a woman is slicing an onion in the kitchen", 0.2),
+        ("give new life or vigor to", "revitalize", 4.5),
+        ("a long-necked african animal", "a fish", 1.0),
+    ]
+    rows = [f"main-news\tfile\t2016\t{i}\t{score}\t{a}\t{b}\n" for i, (a, b, score) in enumerate(pairs)]
+    (folder / "sts-dev.csv").write_text("".join(rows))
+    return root
+
+
+def test_select_best_by_dict_dev_and_stsb_dev_with_link(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
+    seeds = [
+        _train(cli, tiny_dict, bert_bank, tiny_bert, tmp_path / f"seed-{s}", "--seed", str(s), "--lr", "1e-3")
+        for s in (1, 2)
+    ]
+    ranking = tmp_path / "ranking.json"
+    result = cli("select-best", *seeds, "--by", "dict-dev", "-o", ranking, "--link", tmp_path / "best")
+    assert result.exit_code == 0, result.output
+    winner = Path(result.stdout.strip())
+    assert winner in seeds
+    data = json.loads(ranking.read_text())
+    assert data["criterion"] == "dict-dev" and [row["rank"] for row in data["ranking"]] == [1, 2]
+    assert data["ranking"][0]["score"] >= data["ranking"][1]["score"] and data["best"] == str(winner)
+    assert (tmp_path / "best").is_symlink() and (tmp_path / "best").resolve() == winner.resolve()
+
+    root = _mini_stsb(tmp_path / "data")
+    result = cli(
+        "select-best", *seeds, "--by", "stsb-dev", "--data", root, "--link", tmp_path / "best", "--copy", "--force"
+    )
+    assert result.exit_code == 0, result.output
+    assert Path(result.stdout.strip()) in seeds
+    assert (tmp_path / "best" / "defsent.json").is_file() and not (tmp_path / "best").is_symlink()
+
+    missing = cli("select-best", *seeds, "--by", "stsb-dev", "--data", tmp_path / "nowhere")
+    assert missing.exit_code == 2 and "DEFSENT_DATA" in missing.stderr
+    bad = cli("select-best", *seeds, "--by", "coin-flip")
+    assert bad.exit_code == 2 and "stsb-dev" in bad.stderr

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Progressive separate training (DefSent+), scripted with the defsent commands.
+#
+#   examples/pst.sh --model BASE --dict dict.jsonl --out runs/pst [--pooling cls] [--kind AC]
+#                   [--seeds "1 2 3"] [--steps 2] [--lr 2e-5] [--ica-last] [--by stsb-dev]
+#                   [--pooler auto] [--limit N] [--eval-pooling cls] [--no-eval] [--senteval]
+#
+# Step k: embed-entries with the previous step's best (step 1: BASE) -> train a FRESH copy of
+# BASE for every seed -> select-best. --ica-last ICA-transforms the last step's bank. Then
+# eval-sts (and eval-senteval with --senteval) on the final best.
+# Every file is kept, named by step and seed:
+#   OUT/step-K/bank.h5 [bank-ica.h5]  OUT/step-K/seed-S/  OUT/step-K/ranking.json  OUT/step-K/best -> seed-S
+# A rerun skips finished work (outputs are written atomically, so an existing one is complete)
+# and resumes a killed training run. The script stops at the first failure and shows the command.
+set -euo pipefail
+
+MODEL="" DICT="" OUT="" POOLING=cls KIND=AC SEEDS="1 2 3" STEPS=2 LR=2e-5 ICA_LAST=0 BY=stsb-dev
+POOLER=auto LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) MODEL=$2; shift 2 ;;
+    --dict) DICT=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --pooling) POOLING=$2; shift 2 ;;
+    --kind) KIND=$2; shift 2 ;;
+    --seeds) SEEDS=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --lr) LR=$2; shift 2 ;;
+    --ica-last) ICA_LAST=1; shift ;;
+    --by) BY=$2; shift 2 ;;
+    --pooler) POOLER=$2; shift 2 ;;
+    --limit) LIMIT=$2; shift 2 ;;
+    --eval-pooling) EVAL_POOLING=$2; shift 2 ;;
+    --no-eval) EVAL=0; shift ;;
+    --senteval) SENTEVAL=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "pst.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$MODEL" ] || [ -z "$DICT" ] || [ -z "$OUT" ]; then
+  echo "pst.sh: --model, --dict and --out are required (see --help)" >&2; exit 2
+fi
+EVAL_POOLING=${EVAL_POOLING:-$POOLING}
+trap 'echo "pst.sh: FAILED: $BASH_COMMAND" >&2' ERR
+run() { echo "+ $*" >&2; "$@"; }
+mkdir -p "$OUT"
+
+encoder=$MODEL
+for step in $(seq 1 "$STEPS"); do
+  dir=$OUT/step-$step
+  mkdir -p "$dir"
+  bank=$dir/bank.h5
+  [ -f "$bank" ] || run defsent embed-entries "$DICT" --encoder "$encoder" --kind "$KIND" -o "$bank"
+  if [ "$ICA_LAST" = 1 ] && [ "$step" = "$STEPS" ]; then
+    [ -f "$dir/bank-ica.h5" ] || run defsent ica "$bank" -o "$dir/bank-ica.h5"
+    bank=$dir/bank-ica.h5
+  fi
+  for seed in $SEEDS; do
+    ckpt=$dir/seed-$seed
+    [ -d "$ckpt" ] && continue
+    args=(train "$DICT" --bank "$bank" --model "$MODEL" --pooling "$POOLING" --pooler "$POOLER"
+          --lr "$LR" --seed "$seed" -o "$ckpt" --resume)
+    [ -n "$LIMIT" ] && args+=(--limit "$LIMIT")
+    run defsent "${args[@]}"
+  done
+  if [ ! -e "$dir/best" ]; then
+    # shellcheck disable=SC2086
+    run defsent select-best $(for s in $SEEDS; do echo "$dir/seed-$s"; done) --by "$BY" --pooling "$EVAL_POOLING" \
+      -o "$dir/ranking.json" --link "$dir/best" > /dev/null
+  fi
+  encoder=$dir/best
+  echo "pst.sh: step $step best: $(readlink "$dir/best")" >&2
+done
+
+if [ "$EVAL" = 1 ]; then
+  [ -f "$OUT/final-sts.json" ] || run defsent eval-sts --model "$encoder" --pooling "$EVAL_POOLING" -o "$OUT/final-sts.json"
+  if [ "$SENTEVAL" = 1 ]; then
+    [ -f "$OUT/final-senteval.json" ] || run defsent eval-senteval --model "$encoder" --pooling "$EVAL_POOLING" \
+      -o "$OUT/final-senteval.json"
+  fi
+fi
+echo "pst.sh: done; final model $encoder" >&2
