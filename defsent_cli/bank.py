@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from . import __version__, distributed
 from .console import make_progress
-from .encoding import encode_ids, tokenize
+from .encoding import encode_ids, encode_ids_sharded, tokenize
 from .errors import DefsentError
 from .io import atomic_path, iter_jsonl, sha256_file
 from .models import LoadedModel
@@ -101,10 +101,13 @@ def build_bank(
     max_length: int | None = None,
     chunk_definitions: int = 8192,
     show_progress: bool | None = None,
-) -> Bank:
+    shard: bool = False,
+) -> Bank | None:
     """Encode every definition of the chosen splits and average per entry (AC or AMP).
 
     Streams the dictionary in chunks, so memory is O(entries x dims) plus one chunk.
+    ``shard``: under ``torchrun``, the processes share every chunk's batches and
+    rank 0 averages and returns the bank; the other ranks return ``None``.
     """
     kind = kind.upper()
     if kind not in KIND_POOLING:
@@ -125,12 +128,16 @@ def build_bank(
     pooling = get_pooling(KIND_POOLING[kind])
     limit = max_length or loaded.max_length
     means = EntryMeans(len(entries), loaded.dim)
-    with make_progress("definitions", show_progress) as progress:
+    run = encode_ids_sharded if shard else encode_ids
+    with make_progress("definitions", show_progress if distributed.is_main() else False) as progress:
         task = progress.add_task(f"embedding entries ({kind})", total=n_definitions)
         for ids, texts in _definition_chunks(dictionary, wanted, chunk_definitions):
             token_ids = tokenize(texts, loaded.tokenizer, pooling, limit)
-            vectors = encode_ids(loaded, token_ids, pooling, batch_size, progress, task)
-            means.add(ids, vectors)
+            vectors = run(loaded, token_ids, pooling, batch_size, progress, task)
+            if vectors is not None:  # None: a rank other than 0 of a sharded run
+                means.add(ids, vectors)
+    if shard and not distributed.is_main():
+        return None
     attrs = {
         "format": BANK_FORMAT,
         "kind": kind,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from . import distributed
 from .console import make_progress
 from .errors import DefsentError
 from .models import LoadedModel
@@ -103,6 +104,38 @@ def encode_ids(
     return out
 
 
+def encode_ids_sharded(
+    loaded: LoadedModel,
+    id_lists: Sequence[Sequence[int]],
+    pooling: Pooling,
+    batch_size: int = 32,
+    progress=None,
+    task=None,
+) -> np.ndarray | None:
+    """:func:`encode_ids` split across the processes of a ``torchrun`` launch.
+
+    Every rank forms the same length-sorted batches; batch i is encoded by rank
+    i mod world (neighbouring batches have similar lengths, so the ranks get
+    similar work), and rank 0 gathers the rows back into input order.  Each
+    batch holds the same items as in one process, so the rows match the
+    one-process result up to float noise (bit-equal in practice on CPU).
+    Returns the (n, dim) matrix on rank 0 and ``None`` on the other ranks;
+    in one process it is :func:`encode_ids`.
+    """
+    if not distributed.active():
+        return encode_ids(loaded, id_lists, pooling, batch_size, progress, task)
+    if batch_size < 1:
+        raise DefsentError("--batch-size must be at least 1")
+    distributed.init(loaded.device)
+    batches = distributed.my_batches(length_batches([len(ids) for ids in id_lists], batch_size))
+    mine = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
+    rows = encode_ids(loaded, [id_lists[i] for i in mine], pooling, batch_size, progress, task)
+    out = distributed.gather_rows(rows, mine, len(id_lists))
+    if out is not None and progress is not None:
+        progress.advance(task, len(id_lists) - len(mine))  # the other ranks' share
+    return out
+
+
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
@@ -117,11 +150,14 @@ def encode(
     normalize_embeddings: bool = False,
     show_progress_bar: bool | None = None,
     description: str = "encoding",
-) -> np.ndarray:
+    shard: bool = False,
+) -> np.ndarray | None:
     """Encode texts to a float32 (n, dim) matrix, like sentence-transformers' ``encode``.
 
     ``pooling`` defaults to the model folder's own (sentence-transformers or
-    defsent config), ``max_length`` to the model's limit.
+    defsent config), ``max_length`` to the model's limit.  ``shard``: under
+    ``torchrun``, split the work across the processes (:func:`encode_ids_sharded`);
+    rank 0 gets the matrix, the other ranks ``None``.
     """
     pool = pooling if isinstance(pooling, Pooling) else get_pooling(pooling or loaded.default_pooling)
     limit = max_length or loaded.max_length
@@ -130,7 +166,10 @@ def encode(
     if not texts:
         return np.zeros((0, loaded.dim), dtype=np.float32)
     id_lists = tokenize(texts, loaded.tokenizer, pool, limit)
-    with make_progress("sentences", show_progress_bar) as progress:
+    run = encode_ids_sharded if shard else encode_ids
+    with make_progress("sentences", show_progress_bar if distributed.is_main() else False) as progress:
         task = progress.add_task(description, total=len(id_lists))
-        vectors = encode_ids(loaded, id_lists, pool, batch_size, progress, task)
+        vectors = run(loaded, id_lists, pool, batch_size, progress, task)
+    if vectors is None:  # a rank other than 0 of a sharded run
+        return None
     return l2_normalize(vectors) if normalize_embeddings else vectors

@@ -9,6 +9,12 @@ dense head (see ``pooler.py``).  Ours on top: a seed for data order, dropout
 and init; length-bucketed batches (the reference pads every definition to 141
 tokens); a loss that never holds more than one batch x entries matrix; a
 JSONL loss log; resumable state every ``save_every`` steps.
+
+Under ``torchrun`` (see ``distributed.py``) the same run is shared by N
+processes with PyTorch's DistributedDataParallel: every process forms the same
+global batches, computes the loss of its contiguous slice, DDP averages the
+gradients, and only rank 0 logs and writes; the weights match a one-process run
+with the same ``--batch-size`` up to float noise (see :meth:`Trainer.train_step`).
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ import os
 import random
 import signal
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import __version__
+from . import __version__, distributed
 from .bank import check_bank_matches, iter_dictionary, read_bank
 from .checkpoint import save_checkpoint
 from .console import err_console, make_progress
@@ -38,6 +45,7 @@ from .pooling import PoolingInput, get_pooling
 
 TRAIN_POOLINGS = ("cls", "mean")
 BATCHINGS = ("bucket", "random")
+BANK_DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
 @dataclass
@@ -63,6 +71,7 @@ class TrainConfig:
     save_every: int = 500
     log_every: int = 20
     device: str = "auto"
+    bank_dtype: str = "float32"  # float32 | float16: how the frozen bank is held in memory
 
     def validate(self) -> None:
         if self.pooling not in TRAIN_POOLINGS:
@@ -76,6 +85,8 @@ class TrainConfig:
             raise DefsentError("--warmup-ratio must be in [0, 1)")
         if self.batch_size < 1 or self.epochs < 1:
             raise DefsentError("--batch-size and --epochs must be at least 1")
+        if self.bank_dtype not in BANK_DTYPES:
+            raise DefsentError(f"--bank-dtype must be float32 or float16, not {self.bank_dtype!r}")
 
 
 @dataclass
@@ -144,6 +155,63 @@ def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+class _StoredBankCrossEntropy(torch.autograd.Function):
+    """:func:`bank_cross_entropy` for a bank stored in float16: the math stays float32.
+
+    The bank is upcast ``chunk`` rows at a time, in the forward (logits) and the
+    backward (softmax @ bank) pass, so the only extra memory is one float32 chunk.
+    """
+
+    @staticmethod
+    def forward(ctx, reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:
+        logits = torch.empty((reps.shape[0], bank.shape[0]), dtype=reps.dtype, device=reps.device)
+        for start in range(0, bank.shape[0], chunk):
+            logits[:, start : start + chunk] = reps @ bank[start : start + chunk].to(reps.dtype).T
+        lse = torch.logsumexp(logits, dim=1)
+        target = logits.gather(1, labels.unsqueeze(1)).squeeze(1)
+        ctx.logits, ctx.lse, ctx.chunk = logits, lse, chunk
+        ctx.save_for_backward(bank, labels)
+        return (lse - target).mean()
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):
+        bank, labels = ctx.saved_tensors
+        probs = ctx.logits.sub_(ctx.lse.unsqueeze(1)).exp_()  # softmax, in place
+        ctx.logits = ctx.lse = None
+        probs[torch.arange(probs.shape[0], device=probs.device), labels] -= 1.0
+        grad_reps = torch.zeros((probs.shape[0], bank.shape[1]), dtype=probs.dtype, device=probs.device)
+        for start in range(0, bank.shape[0], ctx.chunk):
+            grad_reps.addmm_(probs[:, start : start + ctx.chunk], bank[start : start + ctx.chunk].to(probs.dtype))
+        return grad_reps * (grad_out / probs.shape[0]), None, None, None
+
+
+def stored_bank_cross_entropy(
+    reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int = 16384
+) -> torch.Tensor:
+    """Mean cross-entropy of ``reps @ bank.T``: float32 banks take :func:`bank_cross_entropy`, narrower ones are upcast by chunks."""
+    if bank.dtype == reps.dtype:
+        return bank_cross_entropy(reps, bank, labels)
+    if reps.dim() != 2 or bank.dim() != 2 or reps.shape[1] != bank.shape[1]:
+        raise ValueError(f"shapes do not match: reps {tuple(reps.shape)}, bank {tuple(bank.shape)}")
+    return _StoredBankCrossEntropy.apply(reps, bank.detach(), labels, chunk)
+
+
+class TrainForward(torch.nn.Module):
+    """definition -> encoder -> pooling -> head: everything that trains, as one module (what DDP wraps).
+
+    The head's dense layer is the model's own pooler dense, so its parameters
+    appear once (``parameters()`` de-duplicates) and DDP averages their gradients too.
+    """
+
+    def __init__(self, model: torch.nn.Module, head: PoolerHead, pool):
+        super().__init__()
+        self.model, self.head, self.pool = model, head, pool
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.head(self.pool(PoolingInput(states, attention_mask, input_ids)))
+
+
 class Trainer:
     """Holds the model, head, bank, optimiser and data order of one run."""
 
@@ -159,20 +227,24 @@ class Trainer:
         check_bank_matches(bank, dictionary, bank_path)
         self.bank_attrs = bank.attrs
         self.n_bank = len(bank)
+        self.rank, self.world = distributed.rank(), distributed.world()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
-        self.loaded = load_model(base_model, config.device)
+        self.loaded = load_model(base_model, distributed.local_device(config.device))
         if bank.vectors.shape[1] != self.loaded.dim:
             raise DefsentError(
                 f"bank has {bank.vectors.shape[1]} dims but the model has {self.loaded.dim}", path=bank_path
             )
         self.device = self.loaded.device
-        self.bank = torch.from_numpy(bank.vectors).to(self.device)
+        # float16 halves the bank's memory (it is replicated in every process); the loss math stays float32.
+        self.bank = torch.from_numpy(bank.vectors).to(self.device, BANK_DTYPES[config.bank_dtype])
+        del bank
         self.model = self.loaded.model
         self.head: PoolerHead = setup_pooler(
-            self.model, config.pooler, self.loaded.transformer_dir, self.loaded.missing_keys
+            self.model, config.pooler, self.loaded.transformer_dir, self.loaded.missing_keys, warn=distributed.is_main()
         )
         self.pool = get_pooling(config.pooling)
+        self.net: torch.nn.Module = TrainForward(self.model, self.head, self.pool)  # DDP-wrapped by distribute()
         self.max_length = config.max_length or self.loaded.max_length
         self.data = self._tokenize()
         self.batches_per_epoch = math.ceil(len(self.data.labels) / config.batch_size)
@@ -187,6 +259,21 @@ class Trainer:
         self.step = 0
         self.log: list[dict] = []
         self.elapsed = 0.0
+        if self.world > 1:
+            # Each process its own dropout stream (same init everywhere; DDP also broadcasts rank 0's weights).
+            torch.manual_seed(config.seed + 1_000_003 * self.rank)
+
+    def distribute(self) -> None:
+        """Under torchrun: open the process group and wrap the trainable module in DDP (no-op in one process)."""
+        if self.world == 1 or isinstance(self.net, torch.nn.parallel.DistributedDataParallel):
+            return
+        distributed.init(self.device)
+        self.net = torch.nn.parallel.DistributedDataParallel(
+            self.net,
+            device_ids=[self.device] if self.device.type == "cuda" else None,
+            # --pooler none leaves the model's pooler out of the loss: DDP must not wait for its gradients.
+            find_unused_parameters=self.head.dense is None,
+        )
 
     def _tokenize(self) -> TrainingData:
         splits = set(str(self.bank_attrs.get("splits", "train,dev,test")).split(","))
@@ -209,24 +296,45 @@ class Trainer:
         pad_id = self.loaded.tokenizer.pad_token_id or 0
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
-        states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        reps = self.head(self.pool(PoolingInput(states, attention_mask, input_ids)))
+        reps = self.net(input_ids, attention_mask)
         labels = torch.from_numpy(self.data.labels[index]).to(self.device)
-        return bank_cross_entropy(reps, self.bank, labels)
+        return stored_bank_cross_entropy(reps, self.bank, labels)
 
     def train_step(self, index: np.ndarray) -> float:
+        """One optimiser step on the global batch ``index``; returns its mean loss.
+
+        Under DDP each of the W processes takes a contiguous slice of n_r of the
+        N items.  DDP's backward AVERAGES gradients over processes, so scaling the
+        local mean loss by W * n_r / N gives
+            (1/W) * sum_r W * (n_r/N) * grad(mean_r) = grad((1/N) * sum_i loss_i),
+        the gradient of the one-process mean over the whole global batch: same
+        batch size, same learning rate, same clipping (applied after the
+        all-reduce, on identical gradients in every process), same weights.
+        """
         self.model.train()
-        loss = self.loss_on(index)
-        loss.backward()
+        if self.world == 1:
+            loss = self.loss_on(index)
+            loss.backward()
+            value = float(loss.detach())
+        else:
+            local = distributed.shard(index)
+            weight = len(local) / len(index)
+            if len(local) == 0:  # a global batch smaller than the world: join the all-reduce with zero gradient
+                local = index[:1]
+            loss = self.loss_on(local)
+            (loss * (weight * self.world)).backward()
+            value = distributed.all_reduce_sum(float(loss.detach()) * weight if weight else 0.0)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return value
 
     # --- resumable state -------------------------------------------------------------------------
 
     def state(self) -> dict:
+        """The resumable state; under torchrun every process must call it (it gathers their RNG states)."""
+        rngs = distributed.gather_object(torch.get_rng_state())
         return {
             "format": "defsent-train-state/1",
             "config": asdict(self.config),
@@ -235,14 +343,20 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "torch_rng": torch.get_rng_state(),
+            "torch_rng_ranks": rngs,  # one per process (None on ranks other than 0)
+            "world_size": self.world,
             "python_rng": random.getstate(),
             "log": self.log,
             "elapsed": self.elapsed,
         }
 
     def save_state(self, path: Path) -> None:
+        """Write the state atomically; under torchrun all processes call it and rank 0 writes."""
+        state = self.state()
+        if not distributed.is_main():
+            return
         tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state(), tmp)
+        torch.save(state, tmp)
         os.replace(tmp, path)
 
     def load_state(self, path: Path) -> None:
@@ -251,30 +365,45 @@ class Trainer:
         except Exception as exc:  # noqa: BLE001
             raise DefsentError(f"cannot read the resume state ({type(exc).__name__})", path=path) from None
         saved = state.get("config", {})
-        mine = asdict(self.config)
-        differ = [k for k in mine if k not in ("device", "save_every", "log_every") and saved.get(k) != mine[k]]
+        mine, defaults = asdict(self.config), asdict(TrainConfig())
+        differ = [
+            k for k in mine if k not in ("device", "save_every", "log_every") and saved.get(k, defaults[k]) != mine[k]
+        ]
         if differ:
             raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})", path=path)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
+        rngs = state.get("torch_rng_ranks") or [state["torch_rng"]]
+        if len(rngs) == self.world:
+            torch.set_rng_state(rngs[self.rank])
+        else:  # saved by another number of processes: the weights so far are the same, dropout masks from here differ
+            torch.manual_seed(self.config.seed + 1_000_003 * self.rank + 7919 * int(state["step"]))
+            if distributed.is_main():
+                err_console.print(
+                    f"[yellow]note:[/yellow] state saved by {len(rngs)} process(es), resumed by {self.world}: "
+                    "dropout from here differs from an uninterrupted run"
+                )
         random.setstate(state["python_rng"])
         self.step, self.log, self.elapsed = int(state["step"]), list(state["log"]), float(state["elapsed"])
 
     # --- the loop --------------------------------------------------------------------------------
 
     def run(self, work_dir: Path, show_progress: bool | None = None) -> None:
-        """Train from ``self.step`` to ``total_steps``, logging and saving resumable state in ``work_dir``."""
+        """Train from ``self.step`` to ``total_steps``, logging and saving resumable state in ``work_dir``.
+
+        Under torchrun every process runs this loop; only rank 0 shows progress and writes the log and state.
+        """
         config = self.config
+        main = distributed.is_main()
         state_path, log_path = work_dir / "state.pt", work_dir / "log.jsonl"
         kill_at = int(os.environ.get("DEFSENT_TEST_KILL_AT_STEP", "0"))  # fault injection for the resume test
         n_defs = [len(self.batch_at(s)) for s in range(self.step, self.total_steps)]
         window: list[float] = []
         extra = "loss {task.fields[loss]:.3f} lr {task.fields[lr]:.1e}"
         with (
-            make_progress("defs", show_progress, extra=extra) as progress,
-            open(log_path, "a", encoding="utf-8") as log,
+            make_progress("defs", show_progress if main else False, extra=extra) as progress,
+            open(log_path, "a", encoding="utf-8") if main else nullcontext() as log,
         ):
             task = progress.add_task("training", total=sum(n_defs), loss=float("nan"), lr=config.lr)
             started = time.perf_counter() - self.elapsed
@@ -298,8 +427,9 @@ class Trainer:
                     }
                     window = []
                     self.log.append(row)
-                    log.write(json.dumps(row) + "\n")
-                    log.flush()
+                    if main:
+                        log.write(json.dumps(row) + "\n")
+                        log.flush()
                 if config.save_every and self.step % config.save_every == 0 and self.step < self.total_steps:
                     self.elapsed = time.perf_counter() - started
                     self.save_state(state_path)
@@ -326,6 +456,7 @@ class Trainer:
             "training_definitions": defs,
             "training_entries": self.data.n_entries_trained,
             "config": asdict(config),
+            "processes": self.world,
             "steps": self.step,
             "max_length": self.max_length,
             "seconds": round(self.elapsed, 1),
@@ -347,7 +478,13 @@ def train(
     force: bool = False,
     show_progress: bool | None = None,
 ) -> dict:
-    """Run one training step of PST and write the checkpoint folder; returns its ``defsent.json``."""
+    """Run one training step of PST and write the checkpoint folder; returns its ``defsent.json``.
+
+    Under torchrun every process calls this; the inputs are validated before the
+    process group opens, rank 0 alone writes ``OUTPUT.partial/`` and the checkpoint,
+    and every process resumes from the same ``state.pt`` (so OUTPUT must be on a
+    file system all processes see).
+    """
     output = Path(output)
     if output.exists() and not force:
         raise DefsentError("output exists; pass --force to overwrite", path=output)
@@ -356,28 +493,41 @@ def train(
     work_dir = output.with_name(output.name + ".partial")
     trainer = Trainer(dictionary, bank, base_model, config)
     state_path = work_dir / "state.pt"
-    if resume and state_path.exists():
-        trainer.load_state(state_path)
-        # The log may hold rows written after the saved state: keep only what the state knows.
-        (work_dir / "log.jsonl").write_text("".join(json.dumps(row) + "\n" for row in trainer.log), encoding="utf-8")
-        err_console.print(f"resuming from step {trainer.step} of {trainer.total_steps} ({state_path})")
-    else:
-        if resume:
-            err_console.print(f"no saved state in {work_dir}: starting from step 0")
-        if work_dir.exists():
-            for stale in ("state.pt", "log.jsonl"):
-                (work_dir / stale).unlink(missing_ok=True)
-        work_dir.mkdir(exist_ok=True)
-    err_console.print(
-        f"training {base_model} on {len(trainer.data.labels):,} definitions against {trainer.n_bank:,} entries "
-        f"({config.pooling} pooling, head {trainer.head.mode_description}, lr {config.lr:g}, "
-        f"batch {config.batch_size}, {trainer.total_steps:,} steps, seed {config.seed})"
-    )
-    trainer.run(work_dir, show_progress)
-    info = trainer.info()
-    save_checkpoint(output, trainer.model, trainer.loaded.tokenizer, info, trainer.max_length, force=force)
-    (output / "train_log.jsonl").write_text((work_dir / "log.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
-    for name in ("state.pt", "log.jsonl"):
-        (work_dir / name).unlink(missing_ok=True)
-    work_dir.rmdir()
+    main = distributed.is_main()
+    say = err_console.print if main else (lambda *args, **kwargs: None)
+    with distributed.session(trainer.device):
+        resuming = distributed.broadcast_object(resume and state_path.exists())  # rank 0 decides for all
+        if resuming:
+            trainer.load_state(state_path)
+            if main:
+                # The log may hold rows written after the saved state: keep only what the state knows.
+                (work_dir / "log.jsonl").write_text(
+                    "".join(json.dumps(row) + "\n" for row in trainer.log), encoding="utf-8"
+                )
+            say(f"resuming from step {trainer.step} of {trainer.total_steps} ({state_path})")
+        elif main:
+            if resume:
+                say(f"no saved state in {work_dir}: starting from step 0")
+            if work_dir.exists():
+                for stale in ("state.pt", "log.jsonl"):
+                    (work_dir / stale).unlink(missing_ok=True)
+            work_dir.mkdir(exist_ok=True)
+        trainer.distribute()
+        processes = f", {trainer.world} processes" if trainer.world > 1 else ""
+        say(
+            f"training {base_model} on {len(trainer.data.labels):,} definitions against {trainer.n_bank:,} entries "
+            f"({config.pooling} pooling, head {trainer.head.mode_description}, lr {config.lr:g}, "
+            f"batch {config.batch_size}, {trainer.total_steps:,} steps, seed {config.seed}{processes})"
+        )
+        trainer.run(work_dir, show_progress)
+        info = trainer.info()
+        if main:
+            save_checkpoint(output, trainer.model, trainer.loaded.tokenizer, info, trainer.max_length, force=force)
+            (output / "train_log.jsonl").write_text(
+                (work_dir / "log.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+            )
+            for name in ("state.pt", "log.jsonl"):
+                (work_dir / name).unlink(missing_ok=True)
+            work_dir.rmdir()
+        distributed.barrier()  # every process returns once the checkpoint is written
     return info

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from .. import distributed
 from ..bank import SPLITS, build_bank, write_bank
 from ..cli import command
 from ..console import err_console
@@ -35,13 +36,20 @@ def embed_entries(
     """Embed every dictionary entry as the mean of its definitions' vectors (AC or AMP bank).
 
     Example: defsent embed-entries dict.jsonl --encoder ckpt/ --kind AMP -o bank.h5
+
+    Under torchrun the processes share the definitions and rank 0 writes the bank.
     """
     if output.suffix.lower() not in (".h5", ".hdf5"):
         raise DefsentError("a bank is HDF5: give the output an .h5 suffix", path=output)
     check_output(output, force)
     wanted = [s.strip() for s in splits.split(",") if s.strip()]
-    loaded = load_model(encoder, device)
-    bank = build_bank(dictionary, loaded, kind, wanted, batch_size, max_length, show_progress=show_progress)
+    loaded = load_model(encoder, distributed.local_device(device))
+    with distributed.session(loaded.device):
+        bank = build_bank(
+            dictionary, loaded, kind, wanted, batch_size, max_length, show_progress=show_progress, shard=True
+        )
+    if bank is None:  # not rank 0: rank 0 writes
+        return
     write_bank(output, bank)
     err_console.print(
         f"wrote {output}: {len(bank)} entries x {bank.vectors.shape[1]} dims ({bank.kind}, "

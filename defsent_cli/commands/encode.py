@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from .. import io
+from .. import distributed, io
 from ..cli import command
 from ..console import err_console
 from ..encoding import encode
@@ -37,6 +37,8 @@ def encode_command(
     """Encode sentences (one per line) into float32 vectors, one row per line, in order.
 
     Example: defsent encode --model ckpt/ --pooling mean < sents.txt > vecs.npy
+
+    Under torchrun the processes share the work and rank 0 writes the one output.
     """
     sources = [str(p) for p in inputs] if inputs else ["-"]
     if sources == ["-"] and sys.stdin.isatty():
@@ -48,17 +50,27 @@ def encode_command(
         io.check_output(output, force)
     if pooling is not None and pooling not in POOLINGS:
         raise DefsentError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
-    texts = io.read_texts(sources, field=field, skip_blank=skip_blank)
-    loaded = load_model(model, device)
-    vectors = encode(
-        texts,
-        loaded,
-        pooling=pooling,
-        batch_size=batch_size,
-        max_length=max_length,
-        normalize_embeddings=normalize,
-        show_progress_bar=show_progress,
-    )
+    # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
+    from_stdin = distributed.active() and "-" in sources
+    texts: list[str] = []
+    if distributed.is_main() or not from_stdin:
+        texts = io.read_texts(sources, field=field, skip_blank=skip_blank)
+    loaded = load_model(model, distributed.local_device(device))
+    with distributed.session(loaded.device):
+        if from_stdin:
+            texts = distributed.broadcast_object(texts)
+        vectors = encode(
+            texts,
+            loaded,
+            pooling=pooling,
+            batch_size=batch_size,
+            max_length=max_length,
+            normalize_embeddings=normalize,
+            show_progress_bar=show_progress,
+            shard=True,
+        )
+    if vectors is None:  # not rank 0: rank 0 writes
+        return
     used = pooling or loaded.default_pooling
     if output is None:
         io.write_npy_stdout(vectors)

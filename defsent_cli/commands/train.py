@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from .. import distributed
 from ..cli import command
 from ..console import err_console
 from ..training import TrainConfig, train
@@ -43,6 +44,12 @@ def train_command(
     save_every: int = typer.Option(500, "--save-every", min=0, help="Save resumable state every N steps (0: never)."),
     log_every: int = typer.Option(20, "--log-every", min=1, help="Write a loss row to the log every N steps."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run from OUTPUT.partial/state.pt."),
+    bank_dtype: str = typer.Option(
+        "float32",
+        "--bank-dtype",
+        help="float32 or float16: how the frozen bank is held (float16 halves its memory in every process; "
+        "the loss is still computed in float32).",
+    ),
     device: str = DEVICE,
     show_progress: bool = PROGRESS,
     force: bool = FORCE,
@@ -50,6 +57,8 @@ def train_command(
     """Train a fresh copy of MODEL to map definitions onto their entries' bank vectors (one PST step).
 
     Example: defsent train dict.jsonl --bank bank.h5 --model BASE --pooling cls --lr 5e-5 --seed 1 -o ckpt-1/
+
+    Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.
     """
     config = TrainConfig(
         pooling=pooling,
@@ -70,9 +79,11 @@ def train_command(
         save_every=save_every,
         log_every=log_every,
         device=device,
+        bank_dtype=bank_dtype,
     )
     info = train(dictionary, bank, model, output, config, resume=resume, force=force, show_progress=show_progress)
-    err_console.print(
-        f"wrote {output}: {info['steps']} steps, final loss {info['final_loss']}, "
-        f"{info['definitions_per_second']} definitions/s"
-    )
+    if distributed.is_main():
+        err_console.print(
+            f"wrote {output}: {info['steps']} steps, final loss {info['final_loss']}, "
+            f"{info['definitions_per_second']} definitions/s"
+        )

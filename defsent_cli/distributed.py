@@ -1,0 +1,234 @@
+"""Running under ``torchrun``: PyTorch's own process groups, nothing home-made.
+
+``torchrun --nproc_per_node N`` starts N copies of ``defsent`` with ``WORLD_SIZE``,
+``RANK`` and ``LOCAL_RANK`` in their environment.  This module reads them, opens
+the process group (gloo on CPU, NCCL on GPUs, each process on ``cuda:LOCAL_RANK``)
+and offers the few collectives the commands need.
+
+In one process (no ``WORLD_SIZE``, or ``WORLD_SIZE=1``) every helper is a no-op:
+no process group is created and the normal code path runs unchanged.
+
+Numpy payloads (encoded rows, RNG states) travel over a gloo group even when
+training uses NCCL, so they never round-trip through GPU memory.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import DefsentError
+
+_state: dict[str, Any] = {"initialized": False, "backend": None, "cpu_group": None}
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise DefsentError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def world() -> int:
+    """Number of processes (``WORLD_SIZE``; 1 outside torchrun)."""
+    return max(1, _env_int("WORLD_SIZE", 1))
+
+
+def rank() -> int:
+    """This process's global rank (``RANK``; 0 outside torchrun)."""
+    return _env_int("RANK", 0) if world() > 1 else 0
+
+
+def local_rank() -> int:
+    """This process's rank on its node (``LOCAL_RANK``), which picks its GPU."""
+    return _env_int("LOCAL_RANK", 0) if world() > 1 else 0
+
+
+def active() -> bool:
+    """True under torchrun with more than one process."""
+    return world() > 1
+
+
+def is_main() -> bool:
+    """Rank 0: the one process that logs, shows progress and writes outputs."""
+    return rank() == 0
+
+
+def local_device(device: str = "auto") -> str:
+    """The ``--device`` this process should use: under torchrun, ``cuda`` means ``cuda:LOCAL_RANK``."""
+    if not active():
+        return device
+    import torch
+
+    if device == "auto":
+        return f"cuda:{local_rank()}" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        return f"cuda:{local_rank()}"
+    if device.startswith("cuda:"):
+        raise DefsentError(
+            f"--device {device} under torchrun would put every process on one GPU; "
+            "pass --device cuda (each process takes cuda:LOCAL_RANK)"
+        )
+    return device
+
+
+def initialized() -> bool:
+    return bool(_state["initialized"])
+
+
+def init(device: Any = "cpu") -> None:
+    """Open the process group (idempotent); a no-op in one process.
+
+    ``device`` is the torch device this process computes on: NCCL for CUDA,
+    gloo otherwise.  Call it after validating inputs, so a bad argument fails
+    every rank alike instead of leaving the others waiting.
+    """
+    if not active() or _state["initialized"]:
+        return
+    import torch
+    import torch.distributed as dist
+
+    device = torch.device(device)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(device)
+        dist.init_process_group(backend, device_id=device)
+        _state["cpu_group"] = dist.new_group(backend="gloo")
+    else:
+        dist.init_process_group(backend)
+        _state["cpu_group"] = None  # the default (gloo) group
+    _state.update(initialized=True, backend=backend)
+    atexit.register(destroy)
+
+
+def backend() -> str | None:
+    return _state["backend"]
+
+
+def destroy() -> None:
+    """Close the process group (idempotent)."""
+    if not _state["initialized"]:
+        return
+    import torch.distributed as dist
+
+    with contextlib.suppress(Exception):
+        dist.destroy_process_group()
+    _state.update(initialized=False, backend=None, cpu_group=None)
+
+
+@contextlib.contextmanager
+def session(device: Any = "cpu") -> Iterator[None]:
+    """``init`` on entry, ``destroy`` on exit; a no-op in one process."""
+    init(device)
+    try:
+        yield
+    finally:
+        destroy()
+
+
+def _require() -> None:
+    if active() and not _state["initialized"]:
+        raise RuntimeError("distributed helper called before defsent_cli.distributed.init()")
+
+
+def barrier() -> None:
+    if active():
+        _require()
+        import torch.distributed as dist
+
+        dist.barrier(group=_state["cpu_group"])
+
+
+# --- splitting work --------------------------------------------------------------------------------
+
+
+def shard(indices: Sequence | np.ndarray) -> np.ndarray:
+    """This rank's contiguous slice of ``indices`` (sizes differ by at most one; may be empty)."""
+    indices = np.asarray(indices)
+    if not active():
+        return indices
+    return np.array_split(indices, world())[rank()]
+
+
+def my_batches(batches: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Every ``world()``-th batch, starting at this rank's: batch i goes to rank i mod world."""
+    return list(batches) if not active() else list(batches)[rank() :: world()]
+
+
+# --- collectives on Python / numpy objects ------------------------------------------------------
+
+
+def all_gather_object(obj: Any) -> list:
+    """``[obj of rank 0, obj of rank 1, ...]`` on every rank; ``[obj]`` in one process."""
+    if not active():
+        return [obj]
+    _require()
+    import torch.distributed as dist
+
+    out: list = [None] * world()
+    dist.all_gather_object(out, obj, group=_state["cpu_group"])
+    return out
+
+
+def gather_object(obj: Any) -> list | None:
+    """``[obj of rank 0, ...]`` on rank 0, ``None`` elsewhere; ``[obj]`` in one process."""
+    if not active():
+        return [obj]
+    _require()
+    import torch.distributed as dist
+
+    out: list | None = [None] * world() if is_main() else None
+    dist.gather_object(obj, out, dst=0, group=_state["cpu_group"])
+    return out
+
+
+def broadcast_object(obj: Any) -> Any:
+    """Rank 0's ``obj`` on every rank."""
+    if not active():
+        return obj
+    _require()
+    import torch.distributed as dist
+
+    box = [obj if is_main() else None]
+    dist.broadcast_object_list(box, src=0, group=_state["cpu_group"])
+    return box[0]
+
+
+def all_reduce_sum(value: float) -> float:
+    """The sum of a float over all ranks (float64)."""
+    if not active():
+        return float(value)
+    _require()
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.tensor([float(value)], dtype=torch.float64)
+    dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=_state["cpu_group"])
+    return float(tensor.item())
+
+
+def gather_rows(rows: np.ndarray, index: np.ndarray, n: int) -> np.ndarray | None:
+    """Assemble every rank's ``rows`` (for input positions ``index``) into one (n, d) matrix on rank 0.
+
+    Returns the matrix on rank 0 and ``None`` on the other ranks; in one process,
+    ``rows`` placed at ``index``.
+    """
+    parts = gather_object((np.asarray(index, dtype=np.int64), rows))
+    if parts is None:
+        return None
+    out = np.empty((n, rows.shape[1]), dtype=rows.dtype)
+    seen = np.zeros(n, dtype=bool)
+    for part_index, part_rows in parts:
+        out[part_index] = part_rows
+        seen[part_index] = True
+    if not seen.all():
+        raise RuntimeError(f"gather_rows: {int((~seen).sum())} of {n} rows missing from every rank")
+    return out

@@ -1,0 +1,438 @@
+"""Entry-space transforms (FastICA as DefSent+ runs it, PCA whitening) and isotropy figures.
+
+ICA, DefSent+'s ``ICA-transform.py`` settings: ``StandardScaler`` per dimension, then
+``FastICA(n_components=d, whiten="unit-variance", fun="logcosh", tol=1e-4, max_iter=1000,
+random_state=42)`` on the float32 matrix, then x100, float32. (A torch re-implementation was
+measured on the real MiniLM bank: no faster on CPU and a different fixed point; see ``bench/ica.py``.)
+
+Whitening (Su et al. 2021): mu = mean(X), cov = U L U^T, x' = (x - mu) U L^-1/2.
+
+Isotropy figures: mean cosine of random pairs, share of variance in the top 1 / 10 principal
+directions, the partition score I(W) of Mu & Viswanath (2018), and the mean |skewness| and
+excess kurtosis of the axes (ICA looks for non-Gaussian axes).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .bank import Bank, read_bank
+from .console import make_progress
+from .errors import DefsentError
+
+METHODS = ("ica", "whiten")
+FUNS = ("logcosh", "exp", "cube")
+WHITEN_MODES = ("unit-variance", "arbitrary-variance")
+DTYPES = ("float32", "float64")
+RANK_RTOL = 1e-12  # smallest/largest covariance eigenvalue below this = rank-deficient
+DEAD_RTOL = 1e-6  # a dimension whose std is below this times the largest std is constant ("dead")
+
+
+@dataclass
+class IcaSettings:
+    """FastICA settings; the defaults are DefSent+'s."""
+
+    n_components: int | None = None
+    whiten: str = "unit-variance"
+    fun: str = "logcosh"
+    tol: float = 1e-4
+    max_iter: int = 1000
+    seed: int = 42
+
+
+@dataclass
+class TransformResult:
+    """Transformed vectors (float32, scaled) and what was done to get them."""
+
+    vectors: np.ndarray
+    attrs: dict = field(default_factory=dict)
+    n_iter: int = 0
+    converged: bool = True
+    seconds: float = 0.0
+    dead_dims: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+# ---------------------------------------------------------------- checks
+
+
+def check_space(vectors: np.ndarray, n_components: int | None = None, what: str = "the space") -> int:
+    """Validate an (n, d) finite matrix with more rows than components; return the component count."""
+    if vectors.ndim != 2:
+        raise DefsentError(f"{what} must be a 2-D matrix, got shape {vectors.shape}")
+    n, d = vectors.shape
+    k = d if n_components is None else int(n_components)
+    if not 1 <= k <= d:
+        raise DefsentError(f"--n-components must be between 1 and {d} (the dimension), got {k}")
+    if n <= k:
+        raise DefsentError(
+            f"{what} has {n} rows for {k} components; ICA / whitening needs more entries than dimensions"
+        )
+    if not np.isfinite(vectors).all():
+        raise DefsentError(f"{what} contains NaN or infinite values")
+    return k
+
+
+def covariance_spectrum(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, eigenvalues (descending) and eigenvectors of the (biased) covariance, float64."""
+    x64 = np.asarray(x, dtype=np.float64)
+    mean = x64.mean(axis=0)
+    xc = x64 - mean
+    cov = xc.T @ xc / x64.shape[0]
+    values, vectors = np.linalg.eigh(cov)
+    order = np.argsort(values)[::-1]
+    values, vectors = np.clip(values[order], 0.0, None), vectors[:, order]
+    vectors *= np.sign(vectors[0] + (vectors[0] == 0))  # deterministic signs, as scikit-learn's whitening
+    return mean, values, vectors
+
+
+def _check_rank(values: np.ndarray, k: int) -> None:
+    if values[0] <= 0 or values[k - 1] <= values[0] * RANK_RTOL:
+        rank = int((values > values[0] * RANK_RTOL).sum()) if values[0] > 0 else 0
+        raise DefsentError(
+            f"the space is rank-deficient (rank {rank} < {k} components): some dimensions are constant or "
+            f"collinear; pass --n-components {rank} or fix the bank"
+        )
+
+
+# ---------------------------------------------------------------- transforms
+
+
+def standardize(vectors: np.ndarray) -> np.ndarray:
+    """Zero mean, unit variance per dimension (scikit-learn ``StandardScaler``; keeps the dtype)."""
+    from sklearn.preprocessing import StandardScaler
+
+    return StandardScaler().fit_transform(vectors)
+
+
+def pca_whiten(vectors: np.ndarray, n_components: int | None = None) -> np.ndarray:
+    """PCA whitening (Su et al. 2021): centre, rotate onto the covariance eigenvectors, unit variance."""
+    k = check_space(vectors, n_components)
+    mean, values, eigvecs = covariance_spectrum(vectors)
+    _check_rank(values, k)
+    kernel = eigvecs[:, :k] / np.sqrt(values[:k])
+    dtype = vectors.dtype if vectors.dtype in (np.float32, np.float64) else np.float64
+    return ((np.asarray(vectors, dtype=np.float64) - mean) @ kernel).astype(dtype, copy=False)
+
+
+def _logcosh(x: np.ndarray, alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    # Same arithmetic as scikit-learn's private ``_logcosh`` (in place, row means in a loop).
+    x *= alpha
+    gx = np.tanh(x, x)
+    g_x = np.empty(x.shape[0], dtype=x.dtype)
+    for i, gx_i in enumerate(gx):
+        g_x[i] = (alpha * (1 - gx_i**2)).mean()
+    return gx, g_x
+
+
+def _exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    exp = np.exp(-(x**2) / 2)
+    gx = x * exp
+    g_x = (1 - x**2) * exp
+    return gx, g_x.mean(axis=-1)
+
+
+def _cube(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return x**3, (3 * x**2).mean(axis=-1)
+
+
+_NP_FUNS: dict[str, Callable] = {"logcosh": _logcosh, "exp": _exp, "cube": _cube}
+
+
+def _fastica_sklearn(x: np.ndarray, s: IcaSettings, k: int, show_progress: bool | None) -> tuple[np.ndarray, int, bool]:
+    """scikit-learn FastICA; the nonlinearity is passed as a counting callable with the built-in's arithmetic,
+    which gives a per-iteration progress bar and the same numbers as ``fun="logcosh"``."""
+    from sklearn.decomposition import FastICA
+    from sklearn.exceptions import ConvergenceWarning
+
+    with make_progress("it", show_progress) as progress:
+        task = progress.add_task(f"FastICA, <= {s.max_iter} it", total=s.max_iter)
+        g = _NP_FUNS[s.fun]
+
+        def fun(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            progress.advance(task)
+            return g(values)
+
+        ica = FastICA(
+            n_components=k,
+            whiten=s.whiten,
+            fun=fun,
+            tol=s.tol,
+            max_iter=s.max_iter,
+            random_state=s.seed,
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            sources = ica.fit_transform(x)
+        progress.update(task, total=ica.n_iter_, completed=ica.n_iter_)
+    converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    return sources, int(ica.n_iter_), converged
+
+
+def fastica(
+    vectors: np.ndarray, settings: IcaSettings | None = None, show_progress: bool | None = None
+) -> tuple[np.ndarray, int, bool]:
+    """FastICA sources of ``vectors`` (computed in its dtype): ``(sources, iterations, converged)``."""
+    s = settings or IcaSettings()
+    if s.fun not in FUNS:
+        raise DefsentError(f"unknown --fun {s.fun!r}; use one of {', '.join(FUNS)}")
+    if s.whiten not in WHITEN_MODES:
+        raise DefsentError(f"unknown --whiten {s.whiten!r}; use one of {', '.join(WHITEN_MODES)}")
+    if s.max_iter < 1 or s.tol < 0:
+        raise DefsentError("--max-iter must be at least 1 and --tol non-negative")
+    k = check_space(vectors, s.n_components)
+    _check_rank(covariance_spectrum(vectors)[1], k)
+    return _fastica_sklearn(vectors, s, k, show_progress)
+
+
+def transform_space(
+    vectors: np.ndarray,
+    method: str = "ica",
+    *,
+    settings: IcaSettings | None = None,
+    scale: float = 100.0,
+    standardize_first: bool | None = None,
+    dtype: str = "float32",
+    show_progress: bool | None = None,
+) -> TransformResult:
+    """ICA (DefSent+ defaults) or PCA whitening of an (n, d) matrix, times ``scale``, as float32.
+
+    ``standardize_first`` defaults to True for ICA (DefSent+) and False for whitening (Su et al.).
+    Constant ("dead") dimensions (see :func:`dead_dimensions`) are left out of the transform: with all
+    components asked for, they stay zero columns at their positions, so the output keeps d columns.
+    """
+    if method not in METHODS:
+        raise DefsentError(f"unknown --method {method!r}; use {' or '.join(METHODS)}")
+    if dtype not in DTYPES:
+        raise DefsentError(f"unknown --dtype {dtype!r}; use {' or '.join(DTYPES)}")
+    s = settings or IcaSettings()
+    asked = s.n_components
+    standardize_first = (method == "ica") if standardize_first is None else standardize_first
+    start = time.perf_counter()
+    x = np.asarray(vectors, dtype=dtype)
+    check_space(x, s.n_components)
+    dead = dead_dimensions(x)
+    if dead.size:
+        x = np.delete(x, dead, axis=1)
+        if s.n_components is not None and s.n_components > x.shape[1]:
+            raise DefsentError(
+                f"--n-components {s.n_components} exceeds the {x.shape[1]} live dimensions "
+                f"({dead.size} are constant: {_dims(dead)})"
+            )
+        s = replace(s, n_components=s.n_components or x.shape[1])
+    if standardize_first:
+        x = standardize(x)
+    attrs: dict = {
+        "transform": method,
+        "transform_scale": float(scale),
+        "transform_standardize": bool(standardize_first),
+        "transform_dtype": dtype,
+        "transform_n_components": int(s.n_components or x.shape[1]),
+        "transform_dead_dims": _dims(dead),
+    }
+    if method == "whiten":
+        out, n_iter, converged = pca_whiten(x, s.n_components), 0, True
+        attrs["transform_library"] = f"numpy {np.__version__}"
+    else:
+        out, n_iter, converged = fastica(x, s, show_progress)
+        attrs.update(
+            {
+                "transform_library": _sklearn_version(),
+                "transform_whiten": s.whiten,
+                "transform_fun": s.fun,
+                "transform_tol": float(s.tol),
+                "transform_max_iter": int(s.max_iter),
+                "transform_seed": int(s.seed),
+                "transform_n_iter": int(n_iter),
+                "transform_converged": bool(converged),
+            }
+        )
+    if dead.size and asked is None:
+        # all dimensions asked for: the components fill the live positions, the dead ones stay zero
+        full = np.zeros((out.shape[0], vectors.shape[1]), dtype=out.dtype)
+        full[:, np.setdiff1d(np.arange(vectors.shape[1]), dead)] = out
+        out = full
+    result = (np.asarray(out) * scale).astype(np.float32)
+    seconds = time.perf_counter() - start
+    attrs["transform_seconds"] = round(seconds, 3)
+    return TransformResult(result, attrs, n_iter, converged, seconds, dead)
+
+
+def dead_dimensions(vectors: np.ndarray, rtol: float = DEAD_RTOL) -> np.ndarray:
+    """Indices of constant dimensions: standard deviation at most ``rtol`` times the largest one.
+
+    Some encoders have them (all-MiniLM-L6-v2 has three); they carry nothing and make the covariance singular.
+    """
+    std = np.asarray(vectors, dtype=np.float64).std(axis=0)
+    if std.max() <= 0:
+        raise DefsentError("every dimension is constant: nothing to transform")
+    return np.flatnonzero(std <= std.max() * rtol)
+
+
+def _dims(indices: np.ndarray) -> str:
+    return ",".join(str(int(i)) for i in indices)
+
+
+def _sklearn_version() -> str:
+    import sklearn
+
+    return f"scikit-learn {sklearn.__version__}"
+
+
+def transform_bank(
+    bank: Bank, method: str = "ica", source: str | Path | None = None, **kwargs
+) -> tuple[Bank, TransformResult]:
+    """A new bank with the same entries, counts and provenance, vectors transformed (see :func:`transform_space`)."""
+    result = transform_space(bank.vectors, method, **kwargs)
+    attrs = dict(bank.attrs)
+    attrs["transform_input"] = str(bank.attrs.get("transform", "none"))
+    if source is not None:
+        attrs["transform_source"] = str(source)
+    attrs.update(result.attrs)
+    attrs["transform_created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    attrs["defsent_version"] = __version__
+    return Bank(list(bank.entries), result.vectors, bank.counts.copy(), attrs), result
+
+
+# ---------------------------------------------------------------- isotropy figures
+
+
+FIGURES = {
+    "mean_cosine": "mean cosine of random pairs",
+    "top1_variance_share": "variance share, top 1 principal direction",
+    "top10_variance_share": "variance share, top 10 principal directions",
+    "isotropy_I": "I(W), Mu & Viswanath (1 = isotropic)",
+    "isotropy_I_unit": "I(W) of L2-normalised rows",
+    "mean_abs_skewness": "mean |skewness| per axis",
+    "mean_excess_kurtosis": "mean excess kurtosis per axis",
+    "mean_norm": "mean L2 norm",
+}
+
+
+def mean_cosine(vectors: np.ndarray, pairs: int = 100_000, seed: int = 0) -> tuple[float, int]:
+    """Mean cosine over distinct pairs: all of them when there are at most ``pairs``, else a random sample."""
+    x = np.asarray(vectors, dtype=np.float64)
+    n = x.shape[0]
+    if n < 2:
+        raise DefsentError("the mean cosine needs at least 2 vectors")
+    norms = np.linalg.norm(x, axis=1)
+    unit = x / np.where(norms > 0, norms, 1.0)[:, None]
+    if n * (n - 1) // 2 <= pairs:
+        gram = unit @ unit.T
+        upper = np.triu_indices(n, 1)
+        return float(gram[upper].mean()), len(upper[0])
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, size=pairs)
+    j = rng.integers(0, n - 1, size=pairs)
+    j += j >= i  # uniform over j != i
+    return float(np.einsum("ij,ij->i", unit[i], unit[j]).mean()), pairs
+
+
+def partition_isotropy(vectors: np.ndarray) -> float:
+    """I(W) = min_c Z(c) / max_c Z(c), Z(c) = sum_i exp(c . w_i), c over the eigenvectors of W^T W (uncentred).
+
+    Computed in log space, so large vectors (ICA x100) give a small number, not an overflow.
+    """
+    x = np.asarray(vectors, dtype=np.float64)
+    _, eigvecs = np.linalg.eigh(x.T @ x)
+    proj = x @ eigvecs  # (n, d)
+    peak = proj.max(axis=0)
+    log_z = peak + np.log(np.exp(proj - peak).sum(axis=0))
+    return float(np.exp(log_z.min() - log_z.max()))
+
+
+def axis_moments(vectors: np.ndarray) -> tuple[float, float]:
+    """Mean |skewness| and mean excess kurtosis over the axes (population moments; constant axes skipped)."""
+    x = np.asarray(vectors, dtype=np.float64)
+    xc = x - x.mean(axis=0)
+    m2 = (xc**2).mean(axis=0)
+    live = m2 > 0
+    if not live.any():
+        return float("nan"), float("nan")
+    xc, m2 = xc[:, live], m2[live]
+    skew = (xc**3).mean(axis=0) / m2**1.5
+    kurt = (xc**4).mean(axis=0) / m2**2 - 3.0
+    return float(np.abs(skew).mean()), float(kurt.mean())
+
+
+def space_figures(vectors: np.ndarray, pairs: int = 100_000, seed: int = 0) -> dict:
+    """Every isotropy figure of an (n, d) space (see :data:`FIGURES`), plus n, d and the pairs used."""
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise DefsentError(f"need an (n, d) matrix with n >= 2, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise DefsentError("the space contains NaN or infinite values")
+    cos, used = mean_cosine(x, pairs, seed)
+    _, values, _ = covariance_spectrum(x)
+    total = values.sum()
+    norms = np.linalg.norm(x, axis=1)
+    skew, kurt = axis_moments(x)
+    return {
+        "n": int(x.shape[0]),
+        "d": int(x.shape[1]),
+        "mean_cosine": cos,
+        "pairs": int(used),
+        "top1_variance_share": float(values[0] / total) if total > 0 else float("nan"),
+        "top10_variance_share": float(values[:10].sum() / total) if total > 0 else float("nan"),
+        "isotropy_I": partition_isotropy(x),
+        "isotropy_I_unit": partition_isotropy(x / np.where(norms > 0, norms, 1.0)[:, None]),
+        "mean_abs_skewness": skew,
+        "mean_excess_kurtosis": kurt,
+        "mean_norm": float(norms.mean()),
+    }
+
+
+# ---------------------------------------------------------------- loading any space
+
+
+@dataclass
+class Space:
+    """Vectors to inspect, with the file they came from and its provenance."""
+
+    path: Path
+    vectors: np.ndarray
+    attrs: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line of provenance for titles and tables."""
+        a = self.attrs
+        n, d = self.vectors.shape
+        parts = [self.path.name]
+        if a.get("kind"):
+            parts.append(f"{a['kind']} bank")
+        if a.get("encoder"):
+            encoder = Path(str(a["encoder"]))
+            parts.append(f"encoder {encoder.parent.name + '/' if encoder.parent.name else ''}{encoder.name}")
+        transform = str(a.get("transform", "none"))
+        if transform == "ica":
+            state = "converged" if a.get("transform_converged", True) else "NOT converged"
+            transform += f" x{a.get('transform_scale', 1):g} ({a.get('transform_n_iter', '?')} iterations, {state})"
+        elif transform == "whiten":
+            transform += f" x{a.get('transform_scale', 1):g}"
+        parts.append(f"transform {transform}")
+        parts.append(f"{n:,} x {d}")
+        return ", ".join(parts)
+
+
+def load_space(path: str | Path) -> Space:
+    """A defsent bank (.h5) or a plain float matrix (.npy, e.g. ``defsent encode`` output)."""
+    path = Path(path)
+    if path.suffix.lower() == ".npy":
+        if not path.is_file():
+            raise DefsentError("no such file", path=path)
+        try:
+            vectors = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise DefsentError(f"cannot read .npy ({exc})", path=path) from None
+        if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating):
+            raise DefsentError(f"expected a 2-D float matrix, got {vectors.dtype} {vectors.shape}", path=path)
+        return Space(path, vectors, {})
+    bank = read_bank(path)
+    return Space(path, bank.vectors, dict(bank.attrs))

