@@ -64,7 +64,7 @@ def plain_loop(trainer, pad_to: int | None, seed: int) -> tuple[float, list[floa
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return time.perf_counter() - start, losses
 
 

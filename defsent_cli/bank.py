@@ -166,8 +166,12 @@ def write_bank(path: str | Path, bank: Bank) -> None:
             h5.attrs[key] = value
 
 
-def read_bank(path: str | Path) -> Bank:
-    """Read a bank written by :func:`write_bank`; anything else is a clear error."""
+def read_bank(path: str | Path, dtype=np.float32) -> Bank:
+    """Read a bank written by :func:`write_bank`; anything else is a clear error.
+
+    ``dtype`` (e.g. ``np.float16``): HDF5 converts the vectors while reading, so
+    no float32 copy of the whole matrix is ever held.
+    """
     import h5py
 
     path = Path(path)
@@ -178,7 +182,7 @@ def read_bank(path: str | Path) -> Bank:
             if h5.attrs.get("format") != BANK_FORMAT:
                 raise DefsentError(f"not a defsent bank (format attribute is not {BANK_FORMAT!r})", path=path)
             entries = [e.decode("utf-8") if isinstance(e, bytes) else str(e) for e in h5["entries"][()]]
-            vectors = np.asarray(h5["vectors"][()], dtype=np.float32)
+            vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[()])
             counts = np.asarray(h5["counts"][()], dtype=np.int32)
             attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
     except OSError as exc:

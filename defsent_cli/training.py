@@ -223,7 +223,7 @@ class Trainer:
             Path(bank_path),
             Path(base_model),
         )
-        bank = read_bank(bank_path)
+        bank = read_bank(bank_path, dtype=np.dtype(config.bank_dtype))
         check_bank_matches(bank, dictionary, bank_path)
         self.bank_attrs = bank.attrs
         self.n_bank = len(bank)
@@ -252,7 +252,11 @@ class Trainer:
         self.total_steps = min(total, config.max_steps) if config.max_steps else total
         params = [p for p in self.model.parameters() if p.requires_grad]
         # torch's AdamW defaults differ from transformers.AdamW (eps 1e-8, weight decay 0.01): set both.
-        self.optimizer = torch.optim.AdamW(params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay)
+        # The fused kernel is the same AdamW update in one pass over memory: ~6x faster than the
+        # default multi-tensor one on CPU (22M params: 48 ms vs 284 ms a step, bench/train.py).
+        self.optimizer = torch.optim.AdamW(
+            params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
+        )
         self.scheduler = linear_schedule(
             self.optimizer, round(config.warmup_ratio * self.total_steps), self.total_steps
         )

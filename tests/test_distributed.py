@@ -1,0 +1,194 @@
+"""`torchrun`: 2 CPU processes (gloo) against one process, on a tiny model.
+
+Training: the same global batch gives the same weights (float noise); a run
+killed mid-way resumes under torchrun.  Encoding and embed-entries: the same
+rows in the same order.  Plus the single-process no-op contract of
+``defsent_cli.distributed`` and the float16 bank loss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import CORPUS
+
+from defsent_cli import distributed
+from defsent_cli.errors import DefsentError
+from defsent_cli.loss import bank_cross_entropy
+from defsent_cli.training import stored_bank_cross_entropy
+
+ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+for _name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+    ENV.pop(_name, None)
+DEFSENT = [sys.executable, "-m", "defsent_cli"]
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "defsent_cli"]
+
+# Adam with eps 1 and no clipping: the update is nearly linear in the gradient, so
+# a wrongly scaled loss (say, forgetting that DDP averages) moves the weights by
+# ~1e-3 instead of ~1e-7.  Adam's default eps 1e-6 is blind to such a scale.
+TRAIN = ["--batch-size", "4", "--lr", "1e-2", "--adam-eps", "1", "--max-grad-norm", "1000", "--seed", "3"]
+TRAIN += ["--log-every", "1", "--save-every", "2"]
+
+
+def _run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], env=kwargs.pop("env", ENV), capture_output=True, **kwargs)
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def _max_diff(a: Path, b: Path) -> float:
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys()
+    return max(float((wa[k] - wb[k]).abs().max()) for k in wa)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, tiny_bert) -> dict:
+    """A tiny BERT without dropout, a 25-definition dictionary, its bank and a one-process training run."""
+    root = tmp_path_factory.mktemp("dist")
+    model = root / "bert-nodrop"
+    shutil.copytree(tiny_bert, model)
+    config = json.loads((model / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (model / "config.json").write_text(json.dumps(config))
+    rows = [
+        {"entry": f"w{i}", "definitions": [CORPUS[i % len(CORPUS)], f"give new life {i}"][: 1 + i % 2]}
+        for i in range(17)
+    ]  # 25 definitions: batches of 4 end with a batch of 1, which leaves rank 1 without items
+    dictionary = root / "dict.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bank = root / "bank.h5"
+    _run([*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank], check=True)
+    single = root / "single"
+    _run([*DEFSENT, "train", dictionary, "--bank", bank, "-m", model, "-o", single, *TRAIN], check=True)
+    return {"root": root, "model": model, "dictionary": dictionary, "bank": bank, "single": single}
+
+
+def test_distributed_training_equals_one_process_with_the_same_global_batch(setup):
+    out = setup["root"] / "dist"
+    run = _run(
+        [*TORCHRUN, "train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], "-o", out, *TRAIN]
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    stderr = run.stderr.decode()
+    assert stderr.count("wrote ") == 1 and "2 processes" in stderr  # rank 0 alone speaks
+    assert not (setup["root"] / "dist.partial").exists()
+    base = {k.removeprefix("bert."): v for k, v in _weights(setup["model"]).items()}
+    trained = _weights(setup["single"])
+    assert max(float((trained[k] - base[k]).abs().max()) for k in trained) > 1e-3  # training moved the weights
+    assert _max_diff(setup["single"], out) < 1e-6  # measured ~1e-7
+    info = json.loads((out / "defsent.json").read_text())
+    assert info["processes"] == 2 and info["steps"] == 7
+    single_curve = json.loads((setup["single"] / "defsent.json").read_text())["loss_curve"]
+    assert np.allclose(np.array(info["loss_curve"]), np.array(single_curve), atol=1e-5)
+
+
+def test_distributed_training_resumes_after_a_kill(setup):
+    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
+    out = setup["root"] / "killed"
+    run = _run([*TORCHRUN, *args, "-o", out], env={**ENV, "DEFSENT_TEST_KILL_AT_STEP": "5"})
+    assert run.returncode != 0 and not out.exists()
+    assert (setup["root"] / "killed.partial" / "state.pt").exists()
+    resumed = _run([*TORCHRUN, *args, "-o", out, "--resume"])
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert resumed.stderr.decode().count("resuming from step 4") == 1
+    assert _max_diff(setup["single"], out) < 1e-6
+    steps = [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 8))
+
+
+def test_distributed_encode_from_stdin_equals_one_process(setup, cli, tmp_path):
+    texts = [" ".join(CORPUS[i % len(CORPUS)].split()[: 2 + i % 7]) + f" {i}" for i in range(37)]
+    source = tmp_path / "sents.txt"
+    source.write_text("\n".join(texts) + "\n")
+    single = tmp_path / "single.npy"
+    assert cli("encode", "-m", setup["model"], "-b", "4", "-i", source, "-o", single).exit_code == 0
+    with open(source, "rb") as stdin:
+        run = _run([*TORCHRUN, "encode", "-m", setup["model"], "-b", "4"], stdin=stdin)
+    assert run.returncode == 0, run.stderr.decode()
+    import io
+
+    vectors = np.load(io.BytesIO(run.stdout))  # one .npy on stdout: rank 0 alone writes
+    expected = np.load(single)
+    assert vectors.shape == expected.shape == (37, 32)
+    assert np.allclose(vectors, expected, atol=1e-6)  # measured: bit-equal (the same batches)
+    nearest = np.argmin(((vectors[:, None] - expected[None]) ** 2).sum(-1), axis=1)
+    assert nearest.tolist() == list(range(37))  # row i is text i
+
+
+def test_distributed_embed_entries_equals_one_process(setup, tmp_path):
+    from defsent_cli.bank import read_bank
+
+    out = tmp_path / "bank.h5"
+    run = _run([*TORCHRUN, "embed-entries", setup["dictionary"], "-m", setup["model"], "-b", "3", "-o", out])
+    assert run.returncode == 0, run.stderr.decode()
+    assert run.stderr.decode().count("wrote ") == 1
+    ours, theirs = read_bank(out), read_bank(setup["bank"])
+    assert ours.entries == theirs.entries and np.array_equal(ours.counts, theirs.counts)
+    assert np.allclose(ours.vectors, theirs.vectors, atol=1e-6)
+
+
+# --- in one process ---------------------------------------------------------------------------------
+
+
+def test_one_process_is_a_no_op():
+    assert not distributed.active() and distributed.world() == 1 and distributed.is_main()
+    assert distributed.shard(np.arange(5)).tolist() == [0, 1, 2, 3, 4]
+    assert distributed.gather_object("x") == ["x"] and distributed.broadcast_object(3) == 3
+    assert distributed.all_reduce_sum(1.5) == 1.5 and distributed.local_device("cuda:1") == "cuda:1"
+    with distributed.session("cpu"):
+        distributed.barrier()
+    assert not torch.distributed.is_initialized()
+
+
+def test_rank_helpers_under_a_torchrun_environment(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert distributed.active() and not distributed.is_main()
+    assert distributed.shard(np.arange(5)).tolist() == [3, 4]  # contiguous, the first ranks one longer
+    assert distributed.shard(np.arange(1)).tolist() == []
+    batches = [np.array([i]) for i in range(5)]
+    assert [b.tolist() for b in distributed.my_batches(batches)] == [[1], [3]]
+    assert distributed.local_device("cpu") == "cpu"
+    with pytest.raises(DefsentError, match="--device cuda"):
+        distributed.local_device("cuda:0")
+
+
+def test_float16_bank_loss_matches_the_float32_loss_on_the_same_values():
+    torch.manual_seed(0)
+    reps = torch.randn(7, 16, requires_grad=True)
+    bank = torch.randn(300, 16).half()
+    labels = torch.randint(0, 300, (7,))
+    ref = bank_cross_entropy(reps, bank.float(), labels)
+    ref.backward()
+    grad, reps.grad = reps.grad.clone(), None
+    ours = stored_bank_cross_entropy(reps, bank, labels, chunk=64)  # 5 chunks, the last one short
+    ours.backward()
+    assert ours.item() == pytest.approx(ref.item(), rel=1e-6)
+    assert torch.allclose(grad, reps.grad, atol=1e-6)
+
+
+def test_train_with_a_float16_bank(cli, setup, tmp_path):
+    out = tmp_path / "half"
+    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
+    result = cli(*args, "-o", out, "--bank-dtype", "float16")
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "defsent.json").read_text())
+    assert info["config"]["bank_dtype"] == "float16"
+    single = json.loads((setup["single"] / "defsent.json").read_text())
+    assert info["final_loss"] == pytest.approx(single["final_loss"], abs=1e-2)  # only the bank's rounding differs
+    bad = cli(*args, "-o", tmp_path / "x", "--bank-dtype", "int8")
+    assert bad.exit_code == 2 and "--bank-dtype" in bad.stderr
