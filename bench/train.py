@@ -81,7 +81,7 @@ def main() -> None:
 
     import torch
 
-    from defsent_cli.training import Trainer, TrainConfig
+    from defsent_cli.training import TrainConfig, Trainer
 
     config = TrainConfig(pooling="cls", pooler="keep", lr=2e-5, limit=args.definitions, seed=args.seed, save_every=0)
     config.device = "cpu"

@@ -305,13 +305,13 @@ def transform_bank(
 
 
 FIGURES = {
-    "mean_cosine": "mean cosine of random pairs",
-    "top1_variance_share": "variance share, top 1 principal direction",
-    "top10_variance_share": "variance share, top 10 principal directions",
-    "isotropy_I": "I(W), Mu & Viswanath (1 = isotropic)",
-    "isotropy_I_unit": "I(W) of L2-normalised rows",
-    "mean_abs_skewness": "mean |skewness| per axis",
-    "mean_excess_kurtosis": "mean excess kurtosis per axis",
+    "mean_cosine": "mean cosine, random pairs",
+    "top1_variance_share": "variance share, top 1 PC",
+    "top10_variance_share": "variance share, top 10 PCs",
+    "isotropy_I": "I(W) (1 = isotropic)",
+    "isotropy_I_unit": "I(W), unit-length rows",
+    "mean_abs_skewness": "mean |skewness| of axes",
+    "mean_excess_kurtosis": "mean excess kurtosis of axes",
     "mean_norm": "mean L2 norm",
 }
 

@@ -155,47 +155,6 @@ def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-class _StoredBankCrossEntropy(torch.autograd.Function):
-    """:func:`bank_cross_entropy` for a bank stored in float16: the math stays float32.
-
-    The bank is upcast ``chunk`` rows at a time, in the forward (logits) and the
-    backward (softmax @ bank) pass, so the only extra memory is one float32 chunk.
-    """
-
-    @staticmethod
-    def forward(ctx, reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:
-        logits = torch.empty((reps.shape[0], bank.shape[0]), dtype=reps.dtype, device=reps.device)
-        for start in range(0, bank.shape[0], chunk):
-            logits[:, start : start + chunk] = reps @ bank[start : start + chunk].to(reps.dtype).T
-        lse = torch.logsumexp(logits, dim=1)
-        target = logits.gather(1, labels.unsqueeze(1)).squeeze(1)
-        ctx.logits, ctx.lse, ctx.chunk = logits, lse, chunk
-        ctx.save_for_backward(bank, labels)
-        return (lse - target).mean()
-
-    @staticmethod
-    def backward(ctx, grad_out: torch.Tensor):
-        bank, labels = ctx.saved_tensors
-        probs = ctx.logits.sub_(ctx.lse.unsqueeze(1)).exp_()  # softmax, in place
-        ctx.logits = ctx.lse = None
-        probs[torch.arange(probs.shape[0], device=probs.device), labels] -= 1.0
-        grad_reps = torch.zeros((probs.shape[0], bank.shape[1]), dtype=probs.dtype, device=probs.device)
-        for start in range(0, bank.shape[0], ctx.chunk):
-            grad_reps.addmm_(probs[:, start : start + ctx.chunk], bank[start : start + ctx.chunk].to(probs.dtype))
-        return grad_reps * (grad_out / probs.shape[0]), None, None, None
-
-
-def stored_bank_cross_entropy(
-    reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int = 16384
-) -> torch.Tensor:
-    """Mean cross-entropy of ``reps @ bank.T``: float32 banks take :func:`bank_cross_entropy`, narrower ones are upcast by chunks."""
-    if bank.dtype == reps.dtype:
-        return bank_cross_entropy(reps, bank, labels)
-    if reps.dim() != 2 or bank.dim() != 2 or reps.shape[1] != bank.shape[1]:
-        raise ValueError(f"shapes do not match: reps {tuple(reps.shape)}, bank {tuple(bank.shape)}")
-    return _StoredBankCrossEntropy.apply(reps, bank.detach(), labels, chunk)
-
-
 class TrainForward(torch.nn.Module):
     """definition -> encoder -> pooling -> head: everything that trains, as one module (what DDP wraps).
 
@@ -302,7 +261,7 @@ class Trainer:
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         reps = self.net(input_ids, attention_mask)
         labels = torch.from_numpy(self.data.labels[index]).to(self.device)
-        return stored_bank_cross_entropy(reps, self.bank, labels)
+        return bank_cross_entropy(reps, self.bank, labels)
 
     def train_step(self, index: np.ndarray) -> float:
         """One optimiser step on the global batch ``index``; returns its mean loss.

@@ -23,7 +23,6 @@ from conftest import CORPUS
 from defsent_cli import distributed
 from defsent_cli.errors import DefsentError
 from defsent_cli.loss import bank_cross_entropy
-from defsent_cli.training import stored_bank_cross_entropy
 
 ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
 for _name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
@@ -175,7 +174,7 @@ def test_float16_bank_loss_matches_the_float32_loss_on_the_same_values():
     ref = bank_cross_entropy(reps, bank.float(), labels)
     ref.backward()
     grad, reps.grad = reps.grad.clone(), None
-    ours = stored_bank_cross_entropy(reps, bank, labels, chunk=64)  # 5 chunks, the last one short
+    ours = bank_cross_entropy(reps, bank, labels, chunk=64)  # 5 chunks, the last one short
     ours.backward()
     assert ours.item() == pytest.approx(ref.item(), rel=1e-6)
     assert torch.allclose(grad, reps.grad, atol=1e-6)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import data_root
 
 pytestmark = pytest.mark.slow

@@ -201,7 +201,7 @@ def test_transform_bank_keeps_entries_and_provenance(tmp_path):
 
 def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
-    from defsent_cli.plots import plot_spaces, svd_projection, whitened_projection
+    from defsent_cli.plots import most_kurtotic_axes, plot_spaces, svd_projection, whitened_projection
     from defsent_cli.space import load_space
 
     make_bank(tmp_path / "bank.h5")
@@ -209,6 +209,10 @@ def test_plot_writes_a_png(tmp_path):
     proj = svd_projection(space.vectors)
     assert proj.shape == (400, 2) and proj[:, 0].mean() > 0
     np.testing.assert_allclose(np.cov(whitened_projection(space.vectors).T, bias=True), np.eye(2), atol=1e-8)
+    axes, kurt = most_kurtotic_axes(
+        np.column_stack([np.ones(400), space.vectors, np.random.default_rng(0).laplace(size=400)])
+    )
+    assert axes[0] == 7 and kurt[0] > 1.0
     out = plot_spaces(tmp_path / "space.png", [space, space], points=100)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

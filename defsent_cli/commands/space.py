@@ -149,15 +149,15 @@ def inspect(
         figures = {k: (None if isinstance(v, float) and v != v else v) for k, v in figures.items()}  # NaN -> null
         reports.append({"path": str(space.path), "describe": space.describe(), **provenance, **figures})
     table = Table(title="entry-space figures", title_justify="left")
-    table.add_column("figure")
-    for report in reports:
-        table.add_column(escape(Path(report["path"]).name), justify="right")
-    labels = {"n": "vectors", "d": "dimensions", **FIGURES, "pairs": "pairs for the mean cosine"}
+    table.add_column("figure", no_wrap=True)
+    for number, report in enumerate(reports, start=1):
+        table.add_column(f"{number}: {escape(Path(report['path']).name)}", justify="right", overflow="fold")
+    labels = {"n": "vectors", "d": "dimensions", **FIGURES, "pairs": "pairs for the cosine"}
     for key, label in labels.items():
         table.add_row(label, *(_fmt(r[key]) for r in reports))
     err_console.print(table)
-    for report in reports:
-        err_console.print(f"  {escape(report['describe'])}")
+    for number, report in enumerate(reports, start=1):
+        err_console.print(f"{number}: {escape(report['describe'])}", soft_wrap=True)
     document = {"pairs": pairs, "seed": seed, "banks": reports}
     if output is not None:
         write_json(output, document)
