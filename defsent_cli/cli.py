@@ -66,7 +66,7 @@ def command(name: str, **kwargs: Any) -> Callable[[Callable], Callable]:
 
 def _load_commands() -> None:
     # Imported for their side effect: each module registers its commands on ``app``.
-    from .commands import bank, dictionary, encode, evaluate, lookup, select, space, train  # noqa: F401
+    from .commands import bank, dictionary, encode, evaluate, lookup, select, space, toolbox, train  # noqa: F401
 
 
 _load_commands()

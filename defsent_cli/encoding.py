@@ -8,6 +8,7 @@ output does not depend on the batch size beyond float noise.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -16,7 +17,7 @@ from . import distributed
 from .console import make_progress
 from .errors import DefsentError
 from .models import LoadedModel
-from .pooling import Pooling, PoolingInput, get_pooling
+from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
 
 
 def apply_template(template: str, text: str, mask_token: str) -> tuple[str, int, int]:
@@ -78,6 +79,46 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+def model_outputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling) -> PoolingInput:
+    """One forward pass, returning what ``pooling`` reads: its layers' mean states, its Ditto diagonal."""
+    want_layers, head = pooling.layers is not None, pooling.ditto_head
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        output_hidden_states=want_layers,
+        output_attentions=head is not None,
+    )
+    if want_layers:
+        states = torch.stack([out.hidden_states[i] for i in pooling.layers]).mean(dim=0)
+    else:
+        states = out.last_hidden_state
+    diag = None
+    if head is not None:
+        diag = torch.diagonal(out.attentions[head[0]][:, head[1]], dim1=-2, dim2=-1)
+    weights = None if pooling.weighting is None else pooling.weighting.weights(input_ids, attention_mask)
+    return PoolingInput(states, attention_mask, input_ids, None, weights, diag)
+
+
+def prepare_pooling(
+    pooling: str | Pooling | None,
+    loaded: LoadedModel,
+    idf_corpus: Sequence[str] | None = None,
+    max_length: int | None = None,
+) -> Pooling:
+    """The pooling checked against the model; Ditto switches the model to eager attention (the only one
+    that returns attention probabilities); an idf weighting is fitted on ``idf_corpus`` (tokenised as
+    the inputs are) when given."""
+    pool = pooling if isinstance(pooling, Pooling) else get_pooling(pooling or loaded.default_pooling)
+    pool = fit_to_model(pool, loaded.model.config)
+    if pool.ditto_head is not None and getattr(loaded.model.config, "_attn_implementation", "eager") != "eager":
+        loaded.model.set_attn_implementation("eager")
+    weighting = pool.weighting
+    if idf_corpus is not None and getattr(weighting, "kind", None) == "idf":
+        ids = tokenize(list(idf_corpus), loaded.tokenizer, pool, max_length or loaded.max_length)
+        pool = replace(pool, weighting=weighting.fit(ids, len(loaded.tokenizer)))
+    return pool
+
+
 def encode_ids(
     loaded: LoadedModel,
     id_lists: Sequence[Sequence[int]],
@@ -96,8 +137,10 @@ def encode_ids(
         for index in length_batches([len(ids) for ids in id_lists], batch_size):
             input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
             input_ids, attention_mask = input_ids.to(loaded.device), attention_mask.to(loaded.device)
-            states = model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            pooled = pooling(PoolingInput(states, attention_mask, input_ids, tokenizer.mask_token_id))
+            batch = replace(
+                model_outputs(model, input_ids, attention_mask, pooling), mask_token_id=tokenizer.mask_token_id
+            )
+            pooled = pooling(batch)
             out[index] = pooled.float().cpu().numpy()
             if progress is not None:
                 progress.advance(task, len(index))
@@ -159,13 +202,15 @@ def encode(
     ``torchrun``, split the work across the processes (:func:`encode_ids_sharded`);
     rank 0 gets the matrix, the other ranks ``None``.
     """
-    pool = pooling if isinstance(pooling, Pooling) else get_pooling(pooling or loaded.default_pooling)
+    pool = prepare_pooling(pooling, loaded)
     limit = max_length or loaded.max_length
     if limit < 2:
         raise DefsentError("--max-length must be at least 2")
     if not texts:
         return np.zeros((0, loaded.dim), dtype=np.float32)
     id_lists = tokenize(texts, loaded.tokenizer, pool, limit)
+    if getattr(pool.weighting, "kind", None) == "idf" and not pool.weighting.fitted:
+        pool = replace(pool, weighting=pool.weighting.fit(id_lists, len(loaded.tokenizer)))  # idf^T: the texts
     run = encode_ids_sharded if shard else encode_ids
     with make_progress("sentences", show_progress_bar if distributed.is_main() else False) as progress:
         task = progress.add_task(description, total=len(id_lists))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import data_root
+from conftest import A_GOLD, A_PRED, B_GOLD, B_PRED, EXPECTED, data_root, write
 
 from defsent_cli.errors import DefsentError
 from defsent_cli.evaluation.results import resolve_data_root
@@ -22,24 +21,6 @@ from defsent_cli.evaluation.sts import (
     parse_tasks,
 )
 
-# Hand-computed case. Subset A: predicted [.1 .2 .3] vs gold [1 2 3] -> Spearman 1 (n=3).
-# Subset B: predicted [.4 .5 .6 .7] vs gold [3.7 3.2 2.5 1.5] -> Spearman -1 (n=4).
-# Concatenated: predicted ranks 1..7, gold ranks [1 3 5 7 6 4 2], sum d^2 = 44,
-# rho = 1 - 6*44 / (7*48) = 3/14.
-A_PRED, A_GOLD = [0.1, 0.2, 0.3], [1.0, 2.0, 3.0]
-B_PRED, B_GOLD = [0.4, 0.5, 0.6, 0.7], [3.7, 3.2, 2.5, 1.5]
-EXPECTED = {"all": 100 * 3 / 14, "mean": 0.0, "wmean": 100 * (3 * 1 - 4 * 1) / 7}
-
-
-def write(path: Path, lines: list[str], newline: str = "\n") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes((newline.join(lines) + newline).encode("utf-8"))
-
-
-def angle_pair(p: float) -> str:
-    """A sentence pair whose fake-encoder cosine is exactly ``p`` (see ``fake_encoder``)."""
-    return f"ref\tx {p}"
-
 
 def fake_encoder(texts):
     """``ref`` -> [1, 0]; ``x p`` -> [p, sqrt(1 - p^2)], so cos(ref, x p) = p."""
@@ -51,49 +32,6 @@ def fake_encoder(texts):
             p = float(text.split()[1])
             rows.append([p, np.sqrt(1 - p * p)])
     return np.asarray(rows, dtype=np.float32)
-
-
-@pytest.fixture
-def mini(tmp_path) -> Path:
-    """A SentEval-layout folder: STS12 with 2 of 5 subsets (CRLF, an unscored pair), STS16 in the original
-    SemEval naming (4 columns, trailing blank line), STS-B dev/test and SICK test."""
-    sts = tmp_path / "senteval" / "downstream" / "STS"
-    year = sts / "STS12-en-test"
-    # MSRpar = subset A, with an unscored pair in the middle, CRLF line endings
-    write(
-        year / "STS.input.MSRpar.txt",
-        [angle_pair(0.1), "not  scored\tat all", angle_pair(0.2), angle_pair(0.3)],
-        "\r\n",
-    )
-    write(year / "STS.gs.MSRpar.txt", ["1.0", "", "2", "3.000"], "\r\n")
-    write(year / "STS.input.MSRvid.txt", [angle_pair(p) for p in B_PRED])
-    write(year / "STS.gs.MSRvid.txt", [str(g) for g in B_GOLD])
-    write(year / "STS.gs.ALL.txt", ["1"] * 7)  # SentEval ships it; no input file, must be ignored
-    orig = sts / "STS16-en-test"
-    write(
-        orig / "STS2016.input.headlines.txt",
-        [
-            "Dogs  run fast\tA dog runs\tsource a\tsource b",
-            "Cats sleep\tThe cat is asleep\ts\ts",
-            "Cars\tTrains\ts\ts",
-            "",
-        ],
-    )
-    write(orig / "STS2016.gs.headlines.txt", ["4.2", "", "0.4"])
-    bench = sts / "STSBenchmark"
-    for split, n in (("dev", 4), ("test", 5)):
-        rows = [
-            f"main-captions\tMSRvid\t2012test\t{i:04d}\t{i * 1.1:.3f}\ta man plays {i}\ta man is playing {i}"
-            for i in range(n)
-        ]
-        write(bench / f"sts-{split}.csv", rows)
-    sick = tmp_path / "senteval" / "downstream" / "SICK"
-    write(
-        sick / "SICK_test_annotated.txt",
-        ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
-        + [f"{i}\tA boy runs {i}\tThe kid is running {i}\t{1 + i * 0.7:.1f}\tNEUTRAL" for i in range(5)],
-    )
-    return tmp_path
 
 
 # --------------------------------------------------------------------------- data root and loaders

@@ -54,3 +54,74 @@ def test_unknown_pooling_lists_choices():
     with pytest.raises(DefsentError, match="choose one of cls, mean, max, prompt"):
         get_pooling("avg")
     assert set(POOLINGS) >= {"cls", "mean", "max", "prompt"}
+
+
+# ---------------------------------------------------------------- the training-free toolbox (issue 8)
+
+
+def test_weighted_mean_rescales_weights_to_one():
+    # row 0: weights 1 and 3 over the two real tokens -> (1*[1,2] + 3*[3,4]) / 4
+    weights = torch.tensor([[1.0, 3.0, 5.0], [0.0, 1.0, 1.0]])
+    out = get_pooling("mean")(PoolingInput(STATES, MASK, IDS, None, weights))
+    assert out.tolist() == [[2.5, 3.5], [3.0, 1.0]]
+
+
+def test_max_skips_zero_weight_tokens():
+    weights = torch.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    out = get_pooling("max")(PoolingInput(STATES, MASK, IDS, None, weights))
+    assert out.tolist() == [[1.0, 2.0], [2.0, 1.0]]
+
+
+def test_ditto_is_diagonal_weighted_sum_without_division():
+    diag = torch.tensor([[0.5, 0.25, 0.9], [0.1, 0.2, 0.3]])  # padding's 0.9 must not count
+    out = get_pooling("ditto")(PoolingInput(STATES, MASK, IDS, None, None, diag))
+    # row 0: 0.5*[1,2] + 0.25*[3,4] = [1.25, 2.0]; row 1: 0.1*[0,1] + 0.2*[2,-3] + 0.3*[4,5] = [1.6, 1.0]
+    assert torch.allclose(out, torch.tensor([[1.25, 2.0], [1.6, 1.0]]))
+
+
+def test_prompt_avg_is_mean_over_the_templated_input():
+    from defsent_cli.pooling import PROMPT_TEMPLATE
+
+    pool = get_pooling("prompt-avg")
+    assert pool.template == PROMPT_TEMPLATE and pool(batch()).tolist() == [[2.0, 3.0], [2.0, 1.0]]
+
+
+def test_layer_specs_and_aliases():
+    from defsent_cli.pooling import parse_layers, resolve_layers
+
+    assert parse_layers("first-last") == (0, -1) and parse_layers("1,12") == (1, 12) and parse_layers(None) is None
+    assert resolve_layers((0, -1), 12) == (0, 12) and resolve_layers((1, -2), 6) == (1, 5)
+    with pytest.raises(DefsentError, match="out of range for a 6-layer model"):
+        resolve_layers((7,), 6)
+    with pytest.raises(DefsentError, match="comma-separated"):
+        parse_layers("first,last")
+
+
+def test_build_pooling_checks_combinations():
+    from defsent_cli.pooling import TEMPLATES, build_pooling
+    from defsent_cli.token_weights import IdfWeighting
+
+    assert build_pooling("prompt-avg", template="T4").template == TEMPLATES["T4"]
+    assert build_pooling("ditto", ditto_head="3-7").ditto_head == (2, 6)
+    assert build_pooling("mean", layers="1,6").label == "mean[layers 1,6]"
+    assert build_pooling("prompt-avg", template="T4").label == "prompt-avg[T4]"
+    assert build_pooling("mean", weighting=IdfWeighting()).label == "mean+idf"
+    for kwargs, message in [
+        ({"name": "cls", "template": "T4"}, "--template applies"),
+        ({"name": "mean", "ditto_head": "1-1"}, "--ditto-head applies"),
+        ({"name": "ditto", "ditto_head": "0-1"}, "1-based"),
+        ({"name": "prompt", "layers": "0,1"}, "does not apply to prompt"),
+        ({"name": "prompt", "template": "no placeholder"}, r"\[X\] and \[MASK\]"),
+        ({"name": "cls", "weighting": IdfWeighting()}, "token weighting applies"),
+        ({"name": "max", "weighting": IdfWeighting()}, "only --drop-tokens"),
+    ]:
+        with pytest.raises(DefsentError, match=message):
+            build_pooling(**kwargs)
+
+
+def test_t4_template_is_the_published_one():
+    from defsent_cli.pooling import TEMPLATES
+
+    assert TEMPLATES["T4"] == (
+        'This sentence from the dictionary: "[X]" means "[MASK]" and is about [MASK], which is a synonym for [MASK].'
+    )

@@ -12,7 +12,8 @@ from ..cli import command
 from ..console import err_console
 from ..errors import DefsentError
 from ..models import load_model
-from .options import BATCH_SIZE, DEVICE, FORCE, MAX_LENGTH, MODEL, POOLING, PROGRESS
+from ..toolbox import Toolbox
+from .options import BATCH_SIZE, DEVICE, FORCE, MAX_LENGTH, MODEL, POOLING, PROGRESS, with_toolbox
 
 DATA = typer.Option(
     None,
@@ -43,6 +44,7 @@ def _finish(result: dict, table, output: Path | None) -> None:
 
 
 @command("eval-sts")
+@with_toolbox
 def eval_sts(
     model: Path = MODEL,
     data: Path = DATA,
@@ -77,10 +79,13 @@ def eval_sts(
     output: Path = OUTPUT,
     force: bool = FORCE,
     show_progress: bool = PROGRESS,
+    toolbox: Toolbox = None,
 ) -> None:
     """Unsupervised STS: Spearman x100 of cosine similarity vs gold on STS12-16, STS-B and SICK-R.
 
     Example: defsent eval-sts --model ckpt/ --pooling mean --data ../shared/data -o sts.json
+
+    Toolbox: defsent eval-sts -m ckpt/ --pooling prompt-avg --template T4 --weighting idf --post quantile
     """
     import torch
 
@@ -91,13 +96,15 @@ def eval_sts(
     loaded_tasks = load_sts_tasks(data, tasks, split, layout)  # data problems surface before the model loads
     torch.manual_seed(seed)
     loaded = load_model(model, device)
+    chosen = toolbox.pooling_for(loaded, max_length) or pooling
     result = evaluate_sts(
         loaded,
         data,
         loaded_tasks,
         split=split,
         aggregation=aggregation,
-        pooling=pooling,
+        pooling=chosen,
+        post=toolbox.post_for(loaded, chosen, batch_size, max_length, show_progress),
         batch_size=batch_size,
         max_length=max_length,
         layout=layout,
@@ -109,6 +116,7 @@ def eval_sts(
 
 
 @command("eval-senteval")
+@with_toolbox
 def eval_senteval(
     model: Path = MODEL,
     data: Path = DATA,
@@ -135,10 +143,13 @@ def eval_senteval(
     output: Path = OUTPUT,
     force: bool = FORCE,
     show_progress: bool = PROGRESS,
+    toolbox: Toolbox = None,
 ) -> None:
     """SentEval transfer tasks: a logistic-regression probe (SentEval's nhid 0 classifier) on frozen features.
 
     Example: defsent eval-senteval --model ckpt/ --pooling mean --data ../shared/data -o transfer.json
+
+    With --post and no --fit-on, each task's chain is fitted on that task's sentences (no labels).
     """
     from ..evaluation.senteval import check_options, evaluate_senteval, load_transfer_tasks, senteval_table
 
@@ -146,13 +157,15 @@ def eval_senteval(
     check_options(config, mrpc_features, pooling)
     loaded_tasks = load_transfer_tasks(data, tasks)  # data problems surface before the model loads
     loaded = load_model(model, device)
+    chosen = toolbox.pooling_for(loaded, max_length) or pooling
     result = evaluate_senteval(
         loaded,
         data,
         loaded_tasks,
         config=config,
         seed=seed,
-        pooling=pooling,
+        pooling=chosen,
+        post=toolbox.post_for(loaded, chosen, batch_size, max_length, show_progress),
         batch_size=batch_size,
         max_length=max_length,
         mrpc_features=mrpc_features,

@@ -75,31 +75,37 @@ def model_encoder(
     batch_size: int = 32,
     max_length: int | None = None,
     show_progress: bool | None = None,
+    post=None,
 ) -> Callable[[Sequence[str], str], np.ndarray]:
     """A ``(texts, description) -> vectors`` function over a loaded model or any :data:`TextEncoder`.
 
     A :class:`~defsent_cli.models.LoadedModel` goes through the one encode loop (length-sorted batches,
-    the pooling registry); anything else is called with the texts.
+    the pooling registry); anything else is called with the texts. ``post``: a post-processing chain,
+    applied to each call's vectors (fitted on them first when it is not fitted: the "target" setting).
     """
     from ..encoding import encode
     from ..models import LoadedModel
+    from ..toolbox import apply_post
 
     if isinstance(model, LoadedModel):
 
         def run(texts: Sequence[str], description: str) -> np.ndarray:
-            return encode(
-                list(texts),
-                model,
-                pooling=pooling,
-                batch_size=batch_size,
-                max_length=max_length,
-                show_progress_bar=show_progress,
-                description=description,
+            return apply_post(
+                post,
+                encode(
+                    list(texts),
+                    model,
+                    pooling=pooling,
+                    batch_size=batch_size,
+                    max_length=max_length,
+                    show_progress_bar=show_progress,
+                    description=description,
+                ),
             )
 
         return run
     if callable(model):
-        return lambda texts, description: np.asarray(model(list(texts)), dtype=np.float32)
+        return lambda texts, description: apply_post(post, np.asarray(model(list(texts)), dtype=np.float32))
     raise DefsentError(f"cannot encode with a {type(model).__name__}: pass a loaded model or a function of texts")
 
 
@@ -117,10 +123,13 @@ def encode_unique(
     return vectors[[where[t] for t in texts]]
 
 
-def pooling_name(model: object, pooling: str | None) -> str | None:
-    """The pooling actually used: the given one, else the loaded model's default."""
+def pooling_name(model: object, pooling) -> str | None:
+    """The pooling actually used: the given one (a name or a Pooling's label), else the loaded model's default."""
     from ..models import LoadedModel
+    from ..pooling import Pooling
 
+    if isinstance(pooling, Pooling):
+        return pooling.label
     if pooling:
         return pooling
     return model.default_pooling if isinstance(model, LoadedModel) else None
@@ -147,8 +156,16 @@ def mean_or_none(values: Sequence[float | None]) -> float | None:
     return float(np.mean(values))
 
 
-def payload_header(kind: str, model: object, pooling: str | None, data_root: Path | None) -> dict:
-    """The common head of every results JSON."""
+def payload_header(kind: str, model: object, pooling, data_root: Path | None, post=None) -> dict:
+    """The common head of every results JSON (pooling settings and post-processing when there are any)."""
+    from ..pooling import Pooling
+    from ..toolbox import post_settings
+
+    extra: dict = {}
+    if isinstance(pooling, Pooling):
+        extra["pooling_settings"] = pooling.describe()
+    if post:
+        extra["post"] = post_settings(post)
     return {
         "format": RESULTS_FORMAT,
         "kind": kind,
@@ -158,6 +175,7 @@ def payload_header(kind: str, model: object, pooling: str | None, data_root: Pat
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "defsent_version": __version__,
         "python": platform.python_version(),
+        **extra,
     }
 
 

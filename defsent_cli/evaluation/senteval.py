@@ -584,12 +584,12 @@ def split_classifier(
     }
 
 
-def check_options(config: str | ClassifierConfig, mrpc_features: str, pooling: str | None) -> ClassifierConfig:
+def check_options(config: str | ClassifierConfig, mrpc_features: str, pooling) -> ClassifierConfig:
     """Validate the settings before anything slow runs; returns the classifier config."""
     cfg = get_config(config)
     if mrpc_features not in MRPC_FEATURES:
         raise DefsentError(f"unknown MRPC features {mrpc_features!r}; choose from {', '.join(MRPC_FEATURES)}")
-    if pooling is not None:
+    if isinstance(pooling, str):
         from ..pooling import get_pooling
 
         get_pooling(pooling)
@@ -689,7 +689,8 @@ def evaluate_senteval(
     tasks: str | Sequence[str] | Sequence[TransferTask] | None = None,
     config: str | ClassifierConfig = "default",
     seed: int = 1111,
-    pooling: str | None = None,
+    pooling=None,
+    post=None,
     batch_size: int = 32,
     max_length: int | None = None,
     mrpc_features: str = "senteval",
@@ -707,8 +708,8 @@ def evaluate_senteval(
     else:
         root = resolve_data_root(data_root)
         loaded = load_transfer_tasks(root, tasks)
-    encode_fn = model_encoder(model, pooling, batch_size, max_length, show_progress)
-    result = payload_header("senteval", model, pooling, root)
+    encode_fn = model_encoder(model, pooling, batch_size, max_length, show_progress, post)
+    result = payload_header("senteval", model, pooling, root, post)
     result.update(
         {
             "config": cfg.name,

@@ -395,13 +395,13 @@ def score_task_native(task: STSTask, encode_fn) -> tuple[list[tuple[float, float
     return [(*correlations(p, g), len(g)) for p, g in parts], aggregate(parts)
 
 
-def check_options(aggregation: str, backend: str, pooling: str | None) -> None:
+def check_options(aggregation: str, backend: str, pooling) -> None:
     """Validate the settings before anything slow runs."""
     if aggregation not in AGGREGATIONS:
         raise DefsentError(f"unknown aggregation {aggregation!r}; choose from {', '.join(AGGREGATIONS)}")
     if backend not in BACKENDS:
         raise DefsentError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    if pooling is not None:
+    if isinstance(pooling, str):
         from ..pooling import get_pooling
 
         get_pooling(pooling)
@@ -417,7 +417,8 @@ def evaluate_sts(
     tasks: str | Sequence[str] | Sequence[STSTask] | None = None,
     split: str = "test",
     aggregation: str = "all",
-    pooling: str | None = None,
+    pooling=None,
+    post=None,
     batch_size: int = 32,
     max_length: int | None = None,
     layout: str = "auto",
@@ -431,6 +432,8 @@ def evaluate_sts(
     already loaded :class:`STSTask` objects as ``tasks`` to evaluate several models on the same data.
     """
     check_options(aggregation, backend, pooling)
+    if post and backend == "mteb":
+        raise DefsentError("--post runs with --backend native (mteb's evaluator sees only the encoder)")
     started = time.perf_counter()
     if tasks and all(isinstance(t, STSTask) for t in tasks):
         loaded_tasks = list(tasks)
@@ -439,9 +442,9 @@ def evaluate_sts(
     else:
         root = resolve_data_root(data_root)
         loaded_tasks = load_sts_tasks(root, tasks, split, layout)
-    encode_fn = model_encoder(model, pooling, batch_size, max_length, show_progress)
+    encode_fn = model_encoder(model, pooling, batch_size, max_length, show_progress, post)
 
-    result = payload_header("sts", model, pooling, root)
+    result = payload_header("sts", model, pooling, root, post)
     result.update(
         {
             "split": split,

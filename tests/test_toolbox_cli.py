@@ -1,0 +1,143 @@
+"""The training-free toolbox through the CLI: layers, templates, Ditto, token weights, post-processing."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from defsent_cli.encoding import encode
+from defsent_cli.models import load_model
+from defsent_cli.pooling import build_pooling
+
+TEXTS = ["a dog runs in the park", "the cat sleeps on a mat", "two men play chess", "rain falls"]
+
+
+@pytest.fixture
+def sents(tmp_path):
+    path = tmp_path / "sents.txt"
+    path.write_text("\n".join(TEXTS) + "\n")
+    return path
+
+
+def run_encode(cli, model, sents, out, *options):
+    result = cli("encode", "-m", model, "-i", sents, "-o", out, "--no-progress", *options)
+    assert result.exit_code == 0, result.output
+    return np.load(out)
+
+
+def test_layers_average_hidden_states_before_pooling(cli, tiny_bert, sents, tmp_path):
+    loaded = load_model(tiny_bert, "cpu")
+    got = run_encode(cli, tiny_bert, sents, tmp_path / "v.npy", "--pooling", "mean", "--layers", "first-last")
+    with torch.inference_mode():
+        for text, vec in zip(TEXTS, got, strict=True):
+            enc = loaded.tokenizer(text, return_tensors="pt")
+            hs = loaded.model(**enc, output_hidden_states=True).hidden_states
+            expected = ((hs[0] + hs[-1]) / 2).mean(dim=1)[0].numpy()
+            assert np.allclose(vec, expected, atol=1e-5)
+    alias = run_encode(cli, tiny_bert, sents, tmp_path / "w.npy", "--pooling", "first-last")
+    assert np.allclose(alias, got, atol=1e-6)
+    last = run_encode(cli, tiny_bert, sents, tmp_path / "x.npy", "--pooling", "mean", "--layers", "-1")
+    plain = run_encode(cli, tiny_bert, sents, tmp_path / "y.npy", "--pooling", "mean")
+    assert np.allclose(last, plain, atol=1e-6)
+
+
+def test_ditto_matches_the_attention_diagonal_by_hand(cli, tiny_bert, sents, tmp_path):
+    got = run_encode(cli, tiny_bert, sents, tmp_path / "v.npy", "--pooling", "ditto", "--ditto-head", "2-2")
+    loaded = load_model(tiny_bert, "cpu")
+    loaded.model.set_attn_implementation("eager")
+    with torch.inference_mode():
+        for text, vec in zip(TEXTS, got, strict=True):
+            enc = loaded.tokenizer(text, return_tensors="pt")
+            out = loaded.model(**enc, output_hidden_states=True, output_attentions=True)
+            diag = torch.diagonal(out.attentions[1][0, 1])  # layer 2, head 2 (1-based)
+            states = (out.hidden_states[0][0] + out.hidden_states[-1][0]) / 2
+            assert np.allclose(vec, (diag[:, None] * states).sum(0).numpy(), atol=1e-5)
+
+
+def test_ditto_is_batch_independent(tiny_bert):
+    loaded = load_model(tiny_bert, "cpu")
+    pool = build_pooling("ditto", ditto_head="1-1")
+    one = encode(TEXTS, loaded, pooling=pool, batch_size=1, show_progress_bar=False)
+    many = encode(TEXTS, loaded, pooling=pool, batch_size=4, show_progress_bar=False)
+    assert np.abs(one - many).max() < 1e-5
+
+
+def test_templates_and_prompt_avg(cli, tiny_bert, sents, tmp_path):
+    t4 = run_encode(cli, tiny_bert, sents, tmp_path / "a.npy", "--pooling", "prompt", "--template", "T4")
+    t0 = run_encode(cli, tiny_bert, sents, tmp_path / "b.npy", "--pooling", "prompt", "--template", "T0")
+    avg = run_encode(cli, tiny_bert, sents, tmp_path / "c.npy", "--pooling", "prompt-avg", "--template", "T4")
+    assert t4.shape == t0.shape == avg.shape and not np.allclose(t4, t0) and not np.allclose(t4, avg)
+    own = run_encode(
+        cli, tiny_bert, sents, tmp_path / "d.npy", "--pooling", "prompt", "--template", "[X] is like [MASK] ."
+    )
+    assert own.shape == t4.shape
+
+
+def test_weighting_and_dropped_tokens(cli, tiny_bert, sents, tmp_path):
+    plain = run_encode(cli, tiny_bert, sents, tmp_path / "a.npy", "--pooling", "mean")
+    idf = run_encode(cli, tiny_bert, sents, tmp_path / "b.npy", "--pooling", "mean", "--weighting", "idf")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the dog\nthe cat\nthe park\n")
+    idf_c = run_encode(
+        cli, tiny_bert, sents, tmp_path / "c.npy", "--pooling", "mean", "--weighting", "idf", "--idf-corpus", corpus
+    )
+    dropped = run_encode(cli, tiny_bert, sents, tmp_path / "d.npy", "--pooling", "mean", "--drop-tokens", "biases")
+    for other in (idf, idf_c, dropped):
+        assert other.shape == plain.shape and not np.allclose(other, plain)
+    assert not np.allclose(idf, idf_c)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--pooling", "cls", "--template", "T4"], "--template applies"),
+        (["--pooling", "mean", "--ditto-head", "1-1"], "--ditto-head applies"),
+        (["--pooling", "ditto", "--ditto-head", "9-1"], "out of range"),
+        (["--pooling", "mean", "--layers", "0,99"], "out of range"),
+        (["--pooling", "cls", "--weighting", "idf"], "token weighting applies"),
+        (["--pooling", "mean", "--weighting", "tfidf"], "choose idf or none"),
+        (["--pooling", "mean", "--drop-tokens", "stopwords"], "use biases"),
+        (["--pooling", "mean", "--idf-corpus", "nowhere.txt"], "needs --weighting idf"),
+        (["--pooling", "nope"], "unknown pooling"),
+    ],
+)
+def test_bad_toolbox_options_are_one_line_errors(cli, tiny_bert, sents, tmp_path, options, message):
+    result = cli("encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "v.npy", *options)
+    assert result.exit_code != 0
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "v.npy").exists()
+
+
+def test_eval_sts_records_pooling_settings(cli, tiny_bert, mini, tmp_path):
+    out = tmp_path / "sts.json"
+    result = cli(
+        "eval-sts", "-m", tiny_bert, "--data", mini, "--tasks", "STS-B,SICK-R", "--pooling", "prompt-avg",
+        "--template", "T4", "--weighting", "idf", "-o", out, "--no-progress",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["pooling"] == "prompt-avg[T4]+idf"
+    assert data["pooling_settings"]["weighting"]["corpus"] == "target"
+    assert data["average"]["spearman"] is not None
+
+
+def test_ditto_search_scores_every_head(cli, tiny_bert, mini, tmp_path):
+    from defsent_cli.ditto import all_head_vectors
+
+    loaded = load_model(tiny_bert, "cpu")
+    heads = all_head_vectors(loaded, TEXTS, "first-last", show_progress=False)
+    cfg = loaded.model.config
+    assert heads.shape == (cfg.num_hidden_layers, cfg.num_attention_heads, len(TEXTS), loaded.dim)
+    one = encode(TEXTS, loaded, pooling=build_pooling("ditto", ditto_head="2-1"), show_progress_bar=False)
+    assert np.abs(heads[1, 0] - one).max() < 1e-5
+
+    out = tmp_path / "heads.json"
+    result = cli("ditto-search", "-m", tiny_bert, "--data", mini, "-o", out, "--no-progress")
+    assert result.exit_code == 0, result.output
+    best = result.stdout.strip()
+    rows = json.loads(out.read_text())["heads"]
+    assert len(rows) == cfg.num_hidden_layers * cfg.num_attention_heads and rows[0]["head"] == best
+    assert "Ditto heads on STS-B dev" in result.stderr
