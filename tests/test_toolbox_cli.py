@@ -141,3 +141,51 @@ def test_ditto_search_scores_every_head(cli, tiny_bert, mini, tmp_path):
     rows = json.loads(out.read_text())["heads"]
     assert len(rows) == cfg.num_hidden_layers * cfg.num_attention_heads and rows[0]["head"] == best
     assert "Ditto heads on STS-B dev" in result.stderr
+
+
+def test_post_target_fit_equals_manual_and_fit_post_round_trip(cli, tiny_bert, sents, tmp_path):
+    from defsent_cli.postprocess import parse_post
+
+    plain = run_encode(cli, tiny_bert, sents, tmp_path / "a.npy", "--pooling", "mean")
+    target = run_encode(cli, tiny_bert, sents, tmp_path / "b.npy", "--pooling", "mean", "--post", "zscore,l2")
+    assert np.allclose(target, parse_post("zscore,l2").fit_transform(plain), atol=1e-5)
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"sentence number {i} about {w}\n" for i, w in enumerate(["dogs", "cats", "rain"] * 4)))
+    fitted_on = run_encode(
+        cli, tiny_bert, sents, tmp_path / "c.npy", "--pooling", "mean", "--post", "abtt:1", "--fit-on", corpus
+    )
+    post = tmp_path / "post.h5"
+    result = cli("fit-post", "-m", tiny_bert, "--pooling", "mean", "--post", "abtt:1", "-i", corpus, "-o", post)
+    assert result.exit_code == 0, result.output
+    applied = run_encode(cli, tiny_bert, sents, tmp_path / "d.npy", "--pooling", "mean", "--post-file", post)
+    assert np.allclose(applied, fitted_on, atol=1e-5) and not np.allclose(applied, target)
+    from defsent_cli.postprocess import PostChain
+
+    chain = PostChain.load(post)
+    assert chain.spec() == "abtt:1" and chain.attrs["pooling"] == "mean" and chain.fit_rows == 12
+
+
+def test_eval_sts_post_is_fitted_per_task_and_recorded(cli, tiny_bert, mini, tmp_path):
+    out = tmp_path / "sts.json"
+    result = cli(
+        "eval-sts", "-m", tiny_bert, "--data", mini, "--tasks", "STS-B,SICK-R", "--pooling", "mean",
+        "--post", "whiten", "-o", out, "--no-progress",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["post"]["post"] == "whiten" and data["post"]["fit"].startswith("target")
+    assert "fewer" in result.stderr  # 10 sentences < 4 x dims: the warning
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--post", "pca"], "zscore"),
+        (["--fit-on", "x.txt"], "file not found"),
+        (["--post", "whiten", "--post-file", "p.h5"], "file not found"),
+    ],
+)
+def test_bad_post_options(cli, tiny_bert, sents, tmp_path, options, message):
+    result = cli("encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "v.npy", *options)
+    assert result.exit_code != 0 and message in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,61 @@
+"""examples/pst.sh as a user runs it: tiny model, every step's files, rerun skips, failures show the command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_script(script: str, *args, data: Path | None = None, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", DEFSENT_NO_PROGRESS="1")
+    if data is not None:
+        env["DEFSENT_DATA"] = str(data)
+    return subprocess.run(
+        ["bash", str(ROOT / "examples" / script), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tmp_path):
+    out = tmp_path / "pst"
+    args = ["--model", tiny_bert, "--dict", tiny_dict, "--out", out, "--seeds", "1 2", "--steps", "2"]
+    args += ["--by", "dict-dev", "--pooler", "none", "--lr", "1e-3", "--eval-tasks", "STS-B,SICK-R"]
+    first = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    for step in (1, 2):
+        folder = out / f"step-{step}"
+        for name in ("bank.h5", "seed-1", "seed-2", "ranking.json", "sts.json", "dict-test.json", "space.png"):
+            assert (folder / name).exists(), f"step-{step}/{name} missing"
+        assert (folder / "best").is_symlink()
+    # step 2's bank comes from step 1's best, and every step trains a fresh copy of the base model
+    assert "--encoder " + str(out / "step-1" / "best") in first.stderr
+    assert first.stderr.count(f"--model {tiny_bert} ") == 4
+    stages = (out / "times.tsv").read_text().splitlines()
+    assert len(stages) == 2 * (1 + 2 + 3)  # per step: embed-entries, 2 trains, eval-sts, eval-dict, inspect
+
+    again = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent train" not in again.stderr and "embed-entries" not in again.stderr
+    assert len((out / "times.tsv").read_text().splitlines()) == len(stages)
+
+
+def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
+    result = run_script(
+        "pst.sh", "--model", tmp_path / "no-model", "--dict", tiny_dict, "--out", tmp_path / "o", "--no-eval",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "pst.sh: FAILED (exit 2): defsent embed-entries" in result.stderr and "embed-entries" in result.stderr
+    assert "error:" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o" / "step-1" / "seed-1").exists()
+
+
+def test_scripts_have_help():
+    for script in ("pst.sh", "grid.sh", "results.sh", "demo.sh"):
+        text = (ROOT / "examples" / script).read_text()
+        assert text.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in text
