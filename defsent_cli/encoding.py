@@ -74,17 +74,33 @@ def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Ten
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
-    """Index batches, longest first, so each batch pads to nearly its own items' length."""
+    """Index batches, longest first, cut where the length changes when that costs at most half a batch.
+
+    Items are sorted by length (descending, stable); a batch closes when it is full, or when the next
+    item is shorter and the batch already holds at least ``batch_size // 2`` items. Most batches then
+    hold items of one length (no padding at all, so no attention mask is needed), and the rest pad
+    only across neighbouring lengths.
+    """
     order = np.argsort(-np.asarray(lengths), kind="stable")
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    sizes = np.asarray(lengths)[order]
+    half = max(1, batch_size // 2)
+    batches, start = [], 0
+    for i in range(1, len(order) + 1):
+        size = i - start
+        if i == len(order) or size == batch_size or (sizes[i] != sizes[i - 1] and size >= half):
+            batches.append(order[start:i])
+            start = i
+    return batches
 
 
 def model_outputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling) -> PoolingInput:
     """One forward pass, returning what ``pooling`` reads: its layers' mean states, its Ditto diagonal."""
     want_layers, head = pooling.layers is not None, pooling.ditto_head
+    # A batch without padding runs without a mask: the same numbers, and attention takes its fast path.
+    padded = bool((attention_mask == 0).any())
     out = model(
         input_ids=input_ids,
-        attention_mask=attention_mask,
+        attention_mask=attention_mask if padded else None,
         output_hidden_states=want_layers,
         output_attentions=head is not None,
     )

@@ -56,6 +56,6 @@ def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
 
 
 def test_scripts_have_help():
-    for script in ("pst.sh", "grid.sh", "results.sh", "demo.sh"):
+    for script in ("pst.sh", "grid.sh", "results.sh", "demo.sh", "baselines.sh"):
         text = (ROOT / "examples" / script).read_text()
         assert text.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in text

