@@ -172,3 +172,15 @@ def test_cli_help_and_version(cli):
         assert name in result.stdout
     assert cli("--version").stdout.startswith("defsent ")
     assert "Example: defsent encode" in cli("encode", "--help").stdout
+
+
+def test_length_batches_cut_at_length_changes():
+    from defsent_cli.encoding import length_batches
+
+    lengths = [5, 5, 5, 3, 3, 9, 9, 9, 9, 1, 7]
+    batches = length_batches(lengths, 4)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(len(lengths))) and all(len(b) <= 4 for b in batches)
+    assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)  # longest first
+    # full batches of one length; a batch closes at a length change once it is half full
+    assert [[lengths[i] for i in b] for b in batches] == [[9, 9, 9, 9], [7, 5, 5, 5], [3, 3], [1]]
