@@ -127,7 +127,11 @@ def prepare_pooling(
     pool = pooling if isinstance(pooling, Pooling) else get_pooling(pooling or loaded.default_pooling)
     pool = fit_to_model(pool, loaded.model.config)
     if pool.ditto_head is not None and getattr(loaded.model.config, "_attn_implementation", "eager") != "eager":
-        loaded.model.set_attn_implementation("eager")
+        # From here on this loaded model runs eager attention (slower than SDPA, same numbers).
+        if hasattr(loaded.model, "set_attn_implementation"):
+            loaded.model.set_attn_implementation("eager")
+        else:  # older transformers
+            loaded.model.config._attn_implementation = "eager"
     weighting = pool.weighting
     if idf_corpus is not None and getattr(weighting, "kind", None) == "idf":
         ids = tokenize(list(idf_corpus), loaded.tokenizer, pool, max_length or loaded.max_length)

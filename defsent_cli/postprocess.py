@@ -285,12 +285,14 @@ class PostChain:
         return {"post": self.spec(), "steps": steps, "fit_rows": self.fit_rows, "fit_dims": self.fit_dims}
 
     def save(self, path: str | Path, attrs: dict[str, Any] | None = None) -> None:
-        """Write the fit as HDF5 (atomically): root attrs, one group ``step-<i>-<name>`` of arrays per step."""
+        """Write the fit as HDF5 (atomically): root attrs (the chain's ``attrs`` and these), one group
+        ``step-<i>-<name>`` of arrays per step."""
         import h5py
 
         if not self.fitted:
             raise DefsentError(f"post-processing {self.spec()!r} is not fitted; nothing to save", path=path)
-        extra = {key: v if isinstance(v, (str, int, float, bool)) else str(v) for key, v in (attrs or {}).items()}
+        merged = {**self.attrs, **(attrs or {})}
+        extra = {key: v if isinstance(v, (str, int, float, bool)) else str(v) for key, v in merged.items()}
         try:
             with atomic_path(path) as tmp, h5py.File(tmp, "w") as h5:
                 h5.attrs.update({**extra, "format": POST_FORMAT, "spec": self.spec()})

@@ -83,7 +83,8 @@ class IdfWeighting:
         return torch.where(empty, attention_mask.to(table.dtype), w)
 
     def describe(self) -> dict:
-        return {"kind": "idf", "corpus": self.corpus, "documents": self.n_docs, "formula": "log(N/df), df>=1"}
+        documents = self.n_docs if self.fitted else "each call's distinct texts (per task in the evaluations)"
+        return {"kind": "idf", "corpus": self.corpus, "documents": documents, "formula": "log(N/df), df>=1"}
 
 
 @dataclass

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import io
+from .console import err_console
 from .errors import DefsentError
 from .pooling import Pooling, build_pooling
 from .token_weights import build_weighting, parse_drop_groups
@@ -49,7 +50,8 @@ class Toolbox:
             raise DefsentError("--idf-corpus needs --weighting idf")
         if self.weighting == "idf" and self.drop_tokens:
             raise DefsentError("--weighting idf and --drop-tokens are separate methods; use one")
-        build_pooling(self.pooling or "mean", self.layers, self.template, self.ditto_head, weighting)
+        if self.pooling is not None:  # else the model's default pooling decides, checked once it is loaded
+            build_pooling(self.pooling, self.layers, self.template, self.ditto_head, weighting)
         for path in (self.idf_corpus, self.fit_on, self.post_file):
             if path is not None and not Path(path).is_file():
                 raise DefsentError("file not found", path=path)
@@ -57,6 +59,11 @@ class Toolbox:
             raise DefsentError("--post-file already holds a fitted --post chain; give one or the other")
         if self.fit_on is not None and not self.post:
             raise DefsentError("--fit-on needs --post (the steps to fit)")
+        if self.weighting == "idf" and self.idf_corpus is None and (self.fit_on or self.post_file):
+            raise DefsentError(
+                "a post-processing fit and the evaluated texts must share one idf: give --idf-corpus with --fit-on "
+                "or --post-file"
+            )
         if self.post:
             from .postprocess import parse_post
 
@@ -90,7 +97,17 @@ class Toolbox:
         from .postprocess import PostChain, parse_post
 
         if self.post_file is not None:
-            return PostChain.load(self.post_file)
+            chain = PostChain.load(self.post_file)
+            label = getattr(pooling, "label", None) or self.pooling or loaded.default_pooling
+            fitted_with = chain.attrs.get("pooling")
+            if fitted_with is not None and fitted_with != label:
+                err_console.print(
+                    f"[yellow]warning:[/yellow] {self.post_file} was fitted on {fitted_with} vectors; "
+                    f"applying it to {label} vectors",
+                    soft_wrap=True,
+                )
+            chain.attrs["post_file"] = str(self.post_file)
+            return chain
         chain = parse_post(self.post)
         if self.fit_on is not None:
             from .encoding import encode
@@ -126,5 +143,10 @@ def post_settings(chain) -> dict | None:
     if chain is None or not chain:
         return None
     info = chain.describe() if chain.fitted else {"post": chain.spec()}
-    info["fit"] = chain.attrs.get("fit_on", "post-file") if chain.fitted else "target (the evaluated texts)"
+    if not chain.fitted:
+        info["fit"] = "target (the evaluated texts of each task)"
+    else:
+        info["fit"] = str(chain.attrs.get("fit_on", "unknown corpus"))
+        if "post_file" in chain.attrs:
+            info["post_file"] = chain.attrs["post_file"]
     return info

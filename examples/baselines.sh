@@ -45,7 +45,10 @@ for line in (out / "times.tsv").read_text().splitlines():
     times[name] = (int(seconds), command)
 tasks = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
 lines = ["| row | " + " | ".join(tasks) + " | Avg. | wall s | command |", "|---" * (len(tasks) + 4) + "|"]
-for name, (seconds, command) in times.items():
+order = ["cls", "mean", "max", "first-last", "first-last-1", "prompt", "prompt-avg-T4", "ditto", "mean-idf",
+         "mean-biases", "mean-whiten", "mean-abtt2", "mean-quantile", "mean-zscore"]
+for name in sorted(times, key=lambda n: order.index(n) if n in order else len(order)):
+    seconds, command = times[name]
     result = json.loads((out / f"{name}.json").read_text())
     cells = [f"{result['tasks'][t]['spearman']:.2f}" for t in tasks]
     lines.append(f"| {name} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** | {seconds} | `{command}` |")

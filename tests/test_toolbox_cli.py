@@ -189,3 +189,75 @@ def test_eval_sts_post_is_fitted_per_task_and_recorded(cli, tiny_bert, mini, tmp
 def test_bad_post_options(cli, tiny_bert, sents, tmp_path, options, message):
     result = cli("encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "v.npy", *options)
     assert result.exit_code != 0 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def _states(loaded, text: str) -> tuple[list[int], np.ndarray]:
+    enc = loaded.tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        return enc["input_ids"][0].tolist(), loaded.model(**enc).last_hidden_state[0].numpy()
+
+
+def test_prompt_avg_and_dropped_tokens_by_hand(tiny_bert):
+    from defsent_cli.pooling import TEMPLATES
+    from defsent_cli.token_weights import drop_tokens_for
+
+    loaded = load_model(tiny_bert, "cpu")
+    mask = loaded.tokenizer.mask_token
+    got = encode(TEXTS, loaded, pooling=build_pooling("prompt-avg", template="T0"), show_progress_bar=False)
+    for text, vec in zip(TEXTS, got, strict=True):
+        filled = TEMPLATES["T0"].replace("[X]", text).replace("[MASK]", mask)
+        _, states = _states(loaded, filled)
+        assert np.allclose(vec, states.mean(0), atol=1e-5)
+
+    drop = drop_tokens_for(loaded.tokenizer, "biases")
+    got = encode(TEXTS, loaded, pooling=build_pooling("mean", weighting=drop), show_progress_bar=False)
+    for text, vec in zip(TEXTS, got, strict=True):
+        ids, states = _states(loaded, text)
+        keep = [i for i, t in enumerate(ids) if t not in drop.dropped]
+        assert 0 < len(keep) < len(ids) or not set(ids) & drop.dropped
+        assert np.allclose(vec, states[keep].mean(0), atol=1e-5)
+
+
+def test_layers_1_l_variant(tiny_bert):
+    loaded = load_model(tiny_bert, "cpu")
+    got = encode(TEXTS[:2], loaded, pooling=build_pooling("mean", layers="1,-1"), show_progress_bar=False)
+    with torch.inference_mode():
+        for text, vec in zip(TEXTS[:2], got, strict=True):
+            hs = loaded.model(**loaded.tokenizer(text, return_tensors="pt"), output_hidden_states=True).hidden_states
+            assert np.allclose(vec, ((hs[1] + hs[-1]) / 2).mean(dim=1)[0].numpy(), atol=1e-5)
+
+
+def test_target_post_is_fitted_on_each_task_alone(mini):
+    from defsent_cli.evaluation.sts import correlations, cosine_pairs, evaluate_sts, load_sts_tasks, task_sentences
+    from defsent_cli.postprocess import parse_post
+
+    def encoder(texts):  # a fixed, text-dependent 3-d vector
+        return np.asarray([[len(t), t.count(" ") + 1, sum(map(ord, t)) % 97] for t in texts], dtype=np.float32)
+
+    tasks = load_sts_tasks(mini, ["STS-B", "SICK-R"], "test")
+    result = evaluate_sts(encoder, mini, tasks, post=parse_post("zscore"))
+    for task in tasks:
+        texts = task_sentences(task)
+        unique = list(dict.fromkeys(texts))
+        fitted = parse_post("zscore").fit_transform(encoder(unique))
+        rows = fitted[[unique.index(t) for t in texts]]
+        n = len(task.subsets[0])
+        expected, _ = correlations(cosine_pairs(rows[:n], rows[n:]), task.subsets[0].gold)
+        assert result["tasks"][task.name]["spearman"] == pytest.approx(expected, abs=1e-3)
+
+
+def test_post_file_pooling_mismatch_warns_and_idf_needs_a_shared_corpus(cli, tiny_bert, sents, tmp_path):
+    post = tmp_path / "post.h5"
+    assert (
+        cli("fit-post", "-m", tiny_bert, "--pooling", "mean", "--post", "zscore", "-i", sents, "-o", post).exit_code
+        == 0
+    )
+    result = cli(
+        "encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "v.npy", "--pooling", "cls", "--post-file", post
+    )
+    assert result.exit_code == 0 and "fitted on mean vectors" in result.stderr
+    result = cli(
+        "encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "w.npy", "--pooling", "mean", "--weighting", "idf",
+        "--post-file", post,
+    )  # fmt: skip
+    assert result.exit_code != 0 and "share one idf" in result.stderr

@@ -434,6 +434,9 @@ def evaluate_sts(
     check_options(aggregation, backend, pooling)
     if post and backend == "mteb":
         raise DefsentError("--post runs with --backend native (mteb's evaluator sees only the encoder)")
+    weighting = getattr(pooling, "weighting", None)
+    if backend == "mteb" and getattr(weighting, "kind", None) == "idf" and not weighting.fitted:
+        raise DefsentError("--weighting idf with --backend mteb needs --idf-corpus (mteb encodes each side apart)")
     started = time.perf_counter()
     if tasks and all(isinstance(t, STSTask) for t in tasks):
         loaded_tasks = list(tasks)
