@@ -7,7 +7,10 @@ output does not depend on the batch size beyond float noise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -139,6 +142,39 @@ def prepare_pooling(
     return pool
 
 
+def encode_workers(device) -> int:
+    """How many batches run at once: on CPU one per torch thread, each op single-threaded; else 1.
+
+    Small encoders spend much of a batch in ops too small to split well across cores (and OpenMP
+    synchronisation suffers badly when other work shares the machine), so on CPU whole batches go
+    to worker threads instead (torch releases the GIL inside its ops). Every batch is computed
+    exactly as in one thread. ``DEFSENT_ENCODE_WORKERS`` overrides the count (1 = the plain loop).
+    """
+    if torch.device(device).type != "cpu":
+        return 1
+    override = os.environ.get("DEFSENT_ENCODE_WORKERS", "").strip()
+    if override:
+        try:
+            return max(1, int(override))
+        except ValueError:
+            raise DefsentError(f"DEFSENT_ENCODE_WORKERS must be a whole number, not {override!r}") from None
+    return max(1, torch.get_num_threads())
+
+
+@contextmanager
+def single_threaded_ops(active: bool) -> Iterator[None]:
+    """torch ops on one thread inside the block (the worker threads supply the parallelism)."""
+    if not active:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def encode_ids(
     loaded: LoadedModel,
     id_lists: Sequence[Sequence[int]],
@@ -153,17 +189,27 @@ def encode_ids(
     tokenizer, model = loaded.tokenizer, loaded.model
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out = np.empty((len(id_lists), loaded.dim), dtype=np.float32)
-    with torch.inference_mode():
-        for index in length_batches([len(ids) for ids in id_lists], batch_size):
+
+    def run(index: np.ndarray) -> None:
+        with torch.inference_mode():  # thread-local: entered in each worker
             input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
             input_ids, attention_mask = input_ids.to(loaded.device), attention_mask.to(loaded.device)
             batch = replace(
                 model_outputs(model, input_ids, attention_mask, pooling), mask_token_id=tokenizer.mask_token_id
             )
-            pooled = pooling(batch)
-            out[index] = pooled.float().cpu().numpy()
-            if progress is not None:
-                progress.advance(task, len(index))
+            out[index] = pooling(batch).float().cpu().numpy()
+        if progress is not None:
+            progress.advance(task, len(index))
+
+    batches = length_batches([len(ids) for ids in id_lists], batch_size)
+    workers = min(encode_workers(loaded.device), len(batches))
+    if workers <= 1:
+        for index in batches:
+            run(index)
+        return out
+    with single_threaded_ops(True), ThreadPoolExecutor(workers, thread_name_prefix="defsent-encode") as pool:
+        for _ in pool.map(run, batches):  # re-raises a worker's exception here
+            pass
     return out
 
 
