@@ -51,6 +51,9 @@ print(max(scores, key=scores.get))
 PY
 )
 pooling=${best%-*} kind=${best#*-}
+# the reverse-dictionary baseline: the untrained model (mean pooling, no head) against the step-1 AMP bank
+[ -f "$OUT/base/dict-test-mean-AMP.json" ] || timed "base eval-dict mean AMP" defsent eval-dict "$OUT/dict.jsonl" \
+  --split test --model "$MODEL" --bank "$OUT/grid/mean-AMP/step-1/bank.h5" -o "$OUT/base/dict-test-mean-AMP.json"
 echo "results.sh: best step-1 combination: $best" >&2
 bash "$HERE/pst.sh" "${common[@]}" --pooling "$pooling" --kind "$kind" --steps 3 --out "$OUT/grid/$best"
 bash "$HERE/pst.sh" "${common[@]}" --pooling "$pooling" --kind "$kind" --steps 3 --ica-last \
