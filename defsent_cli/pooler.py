@@ -11,6 +11,11 @@ DefSent+ (``TrainEncoder.py``) always trains through the model's pooler dense la
   paper: offered for checkpoints whose pooler was never trained (most
   sentence-transformers models, e.g. all-MiniLM-L6-v2, whose pooler bias is all
   zeros), where bending the encoder towards a random projection hurts.
+- ``linear``: not in the paper either: the pooler dense re-initialised to the
+  identity (zero bias), no activation, trained with the encoder (``--head-lr``
+  gives it its own rate).  It starts where ``none`` starts but can learn a
+  linear map into the bank's basis, which an ICA-transformed bank asks for; in
+  DefSent+ the pre-trained pooler dense plays that part.
 Inference never uses the head; ``lookup`` and ``eval-dict`` do, as in training.
 """
 
@@ -24,7 +29,7 @@ from torch import nn
 from .console import err_console
 from .errors import DefsentError
 
-POOLER_MODES = ("auto", "keep", "mlm-dense", "none")
+POOLER_MODES = ("auto", "keep", "mlm-dense", "none", "linear")
 _MLM_DENSE_FAMILIES = {"roberta", "xlm-roberta", "camembert", "data2vec-text"}
 
 
@@ -90,6 +95,12 @@ def setup_pooler(model, mode: str, transformer_dir: Path, missing_keys: set[str]
     dense = getattr(pooler, "dense", None)
     if not isinstance(dense, nn.Linear):
         raise DefsentError(f"this {model.config.model_type} model has no pooler dense layer; use --pooler none")
+    if mode == "linear":
+        with torch.no_grad():
+            dense.weight.copy_(torch.eye(*dense.weight.shape, dtype=dense.weight.dtype))
+            if dense.bias is not None:
+                dense.bias.zero_()
+        return PoolerHead(dense, "identity")
     if mode == "mlm-dense":
         source = _mlm_dense(transformer_dir)
         with torch.no_grad():
@@ -121,7 +132,7 @@ def head_from_info(model, info: dict) -> PoolerHead:
     head = info.get("head", "none")
     if head == "none":
         return PoolerHead(None, "identity")
-    activation = "gelu" if head == "dense+gelu" else "tanh"
+    activation = {"dense+gelu": "gelu", "dense+identity": "identity"}.get(head, "tanh")
     dense = getattr(getattr(model, "pooler", None), "dense", None)
     if not isinstance(dense, nn.Linear):
         raise DefsentError("the checkpoint's head needs a pooler dense layer, and the model has none")

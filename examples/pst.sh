@@ -3,7 +3,7 @@
 #
 #   examples/pst.sh --model BASE --dict dict.jsonl --out runs/pst [--pooling cls] [--kind AC]
 #                   [--seeds "1 2 3"] [--steps 2] [--lr 2e-5] [--ica-last] [--by stsb-dev]
-#                   [--pooler auto] [--limit N] [--eval-pooling cls] [--no-eval] [--senteval]
+#                   [--pooler auto] [--head-lr 1e-3] [--limit N] [--eval-pooling cls] [--no-eval] [--senteval]
 #                   [--start-from DIR] [--eval-tasks STS-B,SICK-R]
 #
 # Step k: embed-entries with the previous step's best (step 1: BASE) -> train a FRESH copy of
@@ -20,7 +20,7 @@
 set -euo pipefail
 
 MODEL="" DICT="" OUT="" POOLING=cls KIND=AC SEEDS="1 2 3" STEPS=2 LR=2e-5 ICA_LAST=0 BY=stsb-dev
-POOLER=auto LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0 START_FROM="" EVAL_TASKS=()
+POOLER=auto HEAD_LR="" LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0 START_FROM="" EVAL_TASKS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
     --ica-last) ICA_LAST=1; shift ;;
     --by) BY=$2; shift 2 ;;
     --pooler) POOLER=$2; shift 2 ;;
+    --head-lr) HEAD_LR=$2; shift 2 ;;
     --limit) LIMIT=$2; shift 2 ;;
     --eval-pooling) EVAL_POOLING=$2; shift 2 ;;
     --no-eval) EVAL=0; shift ;;
@@ -81,6 +82,7 @@ for step in $(seq 1 "$STEPS"); do
     args=(train "$DICT" --bank "$bank" --model "$MODEL" --pooling "$POOLING" --pooler "$POOLER"
           --lr "$LR" --seed "$seed" -o "$ckpt" --resume)
     [ -n "$LIMIT" ] && args+=(--limit "$LIMIT")
+    [ -n "$HEAD_LR" ] && args+=(--head-lr "$HEAD_LR")
     timed "step-$step train seed $seed" defsent "${args[@]}"
   done
   if [ ! -e "$dir/best" ]; then

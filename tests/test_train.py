@@ -212,6 +212,39 @@ def test_pooler_none_and_missing_pooler_error(cli, tiny_roberta, tiny_dict, tmp_
     assert "Traceback" not in bad.output
 
 
+def test_linear_head_starts_at_the_identity_and_trains_at_its_own_rate(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
+    from transformers import AutoModel
+
+    out = _train(
+        cli,
+        tiny_dict,
+        bert_bank,
+        tiny_bert,
+        tmp_path / "lin",
+        "--pooler",
+        "linear",
+        "--lr",
+        "1e-9",
+        "--head-lr",
+        "1e-3",
+    )
+    info = json.loads((out / "defsent.json").read_text())
+    assert info["head"] == "dense+identity" and info["config"]["head_lr"] == 1e-3
+    weights, base = _weights(out), AutoModel.from_pretrained(tiny_bert).state_dict()
+    dense = weights["pooler.dense.weight"]
+    moved = (dense - torch.eye(*dense.shape)).abs().max().item()
+    # a few AdamW steps of ~1e-3 each moved the head off the identity; the encoder (lr 1e-9) stayed put
+    assert 1e-4 < moved < 2e-2
+    assert weights["pooler.dense.bias"].abs().max().item() < 2e-2
+    key = "embeddings.word_embeddings.weight"
+    assert torch.allclose(weights[key], base[key], atol=1e-6)
+    # lookup rebuilds the identity-activation head from defsent.json
+    result = cli("lookup", "-m", out, "--bank", bert_bank, "--json", "-k", "2", "a pet")
+    assert result.exit_code == 0, result.output
+    bad = cli("train", tiny_dict, "--bank", bert_bank, "-m", tiny_bert, "-o", tmp_path / "x", "--head-lr", "0")
+    assert bad.exit_code == 2 and "--head-lr must be positive" in bad.stderr
+
+
 def test_train_rejects_a_bank_from_another_dictionary(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
     other = tmp_path / "other.jsonl"
     other.write_text(tiny_dict.read_text().replace("giraffe", "zebra"))

@@ -27,9 +27,13 @@ def train_command(
         "auto",
         "--pooler",
         help="Head between pooling and bank: keep (the model's dense+tanh pooler; BERT default), mlm-dense "
-        "(MLM head dense + GELU; RoBERTa default), none (no head), auto.",
+        "(MLM head dense + GELU; RoBERTa default), none (no head), linear (the pooler dense reset to the "
+        "identity, no activation: for checkpoints with an untrained pooler and for ICA banks), auto.",
     ),
     lr: float = typer.Option(2e-5, "--lr", help="Peak learning rate."),
+    head_lr: float = typer.Option(
+        None, "--head-lr", help="Peak learning rate of the head's dense layer (default: --lr; e.g. 1e-3 for linear)."
+    ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Definitions per step."),
     epochs: int = typer.Option(1, "--epochs", min=1, help="Passes over the training definitions."),
     warmup_ratio: float = typer.Option(0.0, "--warmup-ratio", help="Share of steps for linear warm-up (DefSent: 0.1)."),
@@ -65,6 +69,7 @@ def train_command(
         pooler=pooler,
         inference_pooling=inference_pooling,
         lr=lr,
+        head_lr=head_lr,
         batch_size=batch_size,
         epochs=epochs,
         warmup_ratio=warmup_ratio,
