@@ -22,6 +22,11 @@ def sts_row(label: str, result: dict) -> str:
     return f"| {label} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** |"
 
 
+def is_ica(run: Path) -> bool:
+    """pst-ica* runs share steps 1-2 with the grid: only their ICA step 3 is theirs."""
+    return run.name.startswith("pst-ica")
+
+
 def times(folder: Path) -> dict[str, int]:
     out: dict[str, int] = {}
     path = folder / "times.tsv"
@@ -40,13 +45,13 @@ def main(root: Path) -> None:
         result = load(root / "base" / f"sts-{pooling}.json")
         if result:
             print(sts_row(f"base, {pooling}", result))
-    runs = sorted((root / "grid").glob("*-*")) + [root / "pst-ica"]
+    runs = sorted((root / "grid").glob("*-*")) + sorted(root.glob("pst-ica*"))
     for run in runs:
         for step in (1, 2, 3):
             folder = run / f"step-{step}"
             result = load(folder / "sts.json")
-            if result and not (run.name == "pst-ica" and step < 3):
-                tag = f"{run.name} step {step}" + (" +ICA" if run.name == "pst-ica" else "")
+            if result and not (is_ica(run) and step < 3):
+                tag = f"{run.name} step {step}" + (" +ICA" if is_ica(run) else "")
                 print(sts_row(tag, result))
     print("\n### Reverse dictionary (held-out test entries) and entry space\n")
     print("| run | bank | MRR | top-1 | top-3 | top-10 | mean cos | top-10 var | I(W) unit | skew | kurt |")
@@ -55,7 +60,7 @@ def main(root: Path) -> None:
         for step in (1, 2, 3):
             folder = run / f"step-{step}"
             rd, space = load(folder / "dict-test.json"), load(folder / "space.json")
-            if not rd or (run.name == "pst-ica" and step < 3):
+            if not rd or (is_ica(run) and step < 3):
                 continue
             s = (space.get("banks") or [space])[0] if space else {}
             print(
@@ -67,7 +72,8 @@ def main(root: Path) -> None:
     print("\n### SentEval (accuracy; MRPC acc / F1)\n")
     print("| model | " + " | ".join(TRANSFER) + " | Avg. |")
     print("|---" * (len(TRANSFER) + 2) + "|")
-    for label, path in (("base", root / "base" / "senteval-mean.json"), ("final", root / "final-senteval.json")):
+    bases = [("base", path) for path in sorted((root / "base").glob("senteval-*.json"))]
+    for label, path in [*bases, ("final", root / "final-senteval.json")]:
         result = load(path)
         if result:
             cells = [f"{result['tasks'][t]['acc']:.2f}" for t in TRANSFER]
