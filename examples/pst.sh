@@ -2,7 +2,7 @@
 # Progressive separate training (DefSent+), scripted with the defsent commands.
 #
 #   examples/pst.sh --model BASE --dict dict.jsonl --out runs/pst [--pooling cls] [--kind AC]
-#                   [--seeds "1 2 3"] [--steps 2] [--lr 2e-5] [--ica-last] [--by stsb-dev]
+#                   [--seeds "1 2 3"] [--steps 2] [--lr 2e-5] [--ica-last [--ica-scale 100]] [--by stsb-dev]
 #                   [--pooler auto] [--head-lr 1e-3] [--limit N] [--eval-pooling cls] [--no-eval] [--senteval]
 #                   [--start-from DIR] [--eval-tasks STS-B,SICK-R]
 #
@@ -19,7 +19,7 @@
 # and resumes a killed training run. The script stops at the first failure and shows the command.
 set -euo pipefail
 
-MODEL="" DICT="" OUT="" POOLING=cls KIND=AC SEEDS="1 2 3" STEPS=2 LR=2e-5 ICA_LAST=0 BY=stsb-dev
+MODEL="" DICT="" OUT="" POOLING=cls KIND=AC SEEDS="1 2 3" STEPS=2 LR=2e-5 ICA_LAST=0 ICA_SCALE="" BY=stsb-dev
 POOLER=auto HEAD_LR="" LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0 START_FROM="" EVAL_TASKS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift 2 ;;
     --lr) LR=$2; shift 2 ;;
     --ica-last) ICA_LAST=1; shift ;;
+    --ica-scale) ICA_SCALE=$2; shift 2 ;;
     --by) BY=$2; shift 2 ;;
     --pooler) POOLER=$2; shift 2 ;;
     --head-lr) HEAD_LR=$2; shift 2 ;;
@@ -73,7 +74,9 @@ for step in $(seq 1 "$STEPS"); do
   bank=$dir/bank.h5
   [ -f "$bank" ] || timed "step-$step embed-entries" defsent embed-entries "$DICT" --encoder "$encoder" --kind "$KIND" -o "$bank"
   if [ "$ICA_LAST" = 1 ] && [ "$step" = "$STEPS" ]; then
-    [ -f "$dir/bank-ica.h5" ] || timed "step-$step ica" defsent ica "$bank" -o "$dir/bank-ica.h5"
+    ica_args=()
+    [ -n "$ICA_SCALE" ] && ica_args=(--scale "$ICA_SCALE")
+    [ -f "$dir/bank-ica.h5" ] || timed "step-$step ica" defsent ica "$bank" "${ica_args[@]}" -o "$dir/bank-ica.h5"
     bank=$dir/bank-ica.h5
   fi
   for seed in $SEEDS; do

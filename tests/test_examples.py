@@ -44,6 +44,34 @@ def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tm
     assert len((out / "times.tsv").read_text().splitlines()) == len(stages)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_pst_ica_last_with_scale_and_a_linear_head(tiny_bert, tmp_path):
+    import json
+
+    import h5py
+    import numpy as np
+
+    words = "red blue small large animal tree river stone light dark old new fast slow warm cold".split()
+    rng = np.random.default_rng(0)
+    rows = [
+        {"entry": f"w{i}", "definitions": [" ".join(rng.choice(words, 5))], "sources": ["t"], "split": "train"}
+        for i in range(64)
+    ]
+    dictionary = tmp_path / "dict.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "ica"
+    args = ["--model", tiny_bert, "--dict", dictionary, "--out", out, "--seeds", "1", "--steps", "1", "--no-eval"]
+    args += ["--ica-last", "--ica-scale", "1", "--pooler", "linear", "--head-lr", "1e-3", "--lr", "1e-4"]
+    result = run_script("pst.sh", *args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "defsent ica " in result.stderr and "--scale 1 " in result.stderr
+    with h5py.File(out / "step-1" / "bank-ica.h5") as f:
+        assert f.attrs["transform"] == "ica" and f.attrs["transform_scale"] == 1.0
+    info = json.loads((out / "step-1" / "seed-1" / "defsent.json").read_text())
+    assert info["head"] == "dense+identity" and info["config"]["head_lr"] == 1e-3
+    assert info["bank"].endswith("bank-ica.h5")
+
+
 def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
     result = run_script(
         "pst.sh", "--model", tmp_path / "no-model", "--dict", tiny_dict, "--out", tmp_path / "o", "--no-eval",
