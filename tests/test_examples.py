@@ -45,7 +45,7 @@ def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tm
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_pst_ica_last_with_scale_and_a_linear_head(tiny_bert, tmp_path):
+def test_pst_ica_last_with_scale_and_a_linear_head(tiny_bert, mini, tmp_path):
     import json
 
     import h5py
@@ -62,7 +62,7 @@ def test_pst_ica_last_with_scale_and_a_linear_head(tiny_bert, tmp_path):
     out = tmp_path / "ica"
     args = ["--model", tiny_bert, "--dict", dictionary, "--out", out, "--seeds", "1", "--steps", "1", "--no-eval"]
     args += ["--ica-last", "--ica-scale", "1", "--pooler", "linear", "--head-lr", "1e-3", "--lr", "1e-4"]
-    result = run_script("pst.sh", *args, cwd=tmp_path)
+    result = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "defsent ica " in result.stderr and "--scale 1 " in result.stderr
     with h5py.File(out / "step-1" / "bank-ica.h5") as f:
