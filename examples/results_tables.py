@@ -17,14 +17,11 @@ def load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def sts_row(label: str, result: dict) -> str:
+def sts_row(label: str, result: dict, ranking: dict | None = None) -> str:
     cells = [f"{result['tasks'][t]['spearman']:.2f}" for t in STS]
-    return f"| {label} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** |"
-
-
-def is_ica(run: Path) -> bool:
-    """pst-ica* runs share steps 1-2 with the grid: only their ICA step 3 is theirs."""
-    return run.name.startswith("pst-ica")
+    chosen = ranking["ranking"][0] if ranking and ranking.get("criterion") == "stsb-dev" else None
+    dev = f"{chosen['score']:.2f}" if chosen else "-"
+    return f"| {label} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** | {dev} |"
 
 
 def times(folder: Path) -> dict[str, int]:
@@ -39,20 +36,22 @@ def times(folder: Path) -> dict[str, int]:
 
 def main(root: Path) -> None:
     print("### STS (Spearman x100, 'all')\n")
-    print("| model | " + " | ".join(STS) + " | Avg. |")
-    print("|---" * (len(STS) + 2) + "|")
+    print("| model | " + " | ".join(STS) + " | Avg. | STS-B dev (selection) |")
+    print("|---" * (len(STS) + 3) + "|")
     for pooling in ("cls", "mean", "prompt"):
         result = load(root / "base" / f"sts-{pooling}.json")
+        dev = load(root / "base" / f"stsb-dev-{pooling}.json")
+        ranking = {"criterion": "stsb-dev", "ranking": [{"score": dev["tasks"]["STS-B"]["spearman"]}]} if dev else None
         if result:
-            print(sts_row(f"base, {pooling}", result))
-    runs = sorted((root / "grid").glob("*-*")) + sorted(root.glob("pst-ica*"))
+            print(sts_row(f"base, {pooling}", result, ranking))
+    runs = sorted((root / "grid").glob("*-*")) + sorted(root.glob("pst-*/"))
     for run in runs:
         for step in (1, 2, 3):
             folder = run / f"step-{step}"
             result = load(folder / "sts.json")
-            if result and not (is_ica(run) and step < 3):
-                tag = f"{run.name} step {step}" + (" +ICA" if is_ica(run) else "")
-                print(sts_row(tag, result))
+            if result and not folder.is_symlink():
+                tag = f"{run.name} step {step}" + (" +ICA" if (folder / "bank-ica.h5").exists() else "")
+                print(sts_row(tag, result, load(folder / "ranking.json")))
     print("\n### Reverse dictionary (held-out test entries) and entry space\n")
     print("| run | bank | MRR | top-1 | top-3 | top-10 | mean cos | top-10 var | I(W) unit | skew | kurt |")
     print("|---" * 11 + "|")
@@ -60,7 +59,7 @@ def main(root: Path) -> None:
         for step in (1, 2, 3):
             folder = run / f"step-{step}"
             rd, space = load(folder / "dict-test.json"), load(folder / "space.json")
-            if not rd or (is_ica(run) and step < 3):
+            if not rd or folder.is_symlink():
                 continue
             s = (space.get("banks") or [space])[0] if space else {}
             print(
@@ -73,7 +72,8 @@ def main(root: Path) -> None:
     print("| model | " + " | ".join(TRANSFER) + " | Avg. |")
     print("|---" * (len(TRANSFER) + 2) + "|")
     bases = [("base", path) for path in sorted((root / "base").glob("senteval-*.json"))]
-    for label, path in [*bases, ("final", root / "final-senteval.json")]:
+    finals = [(f"{path.parent.name} final", path) for path in sorted(root.glob("pst-*/final-senteval.json"))]
+    for label, path in [*bases, ("final", root / "final-senteval.json"), *finals]:
         result = load(path)
         if result:
             cells = [f"{result['tasks'][t]['acc']:.2f}" for t in TRANSFER]
