@@ -17,11 +17,15 @@ def load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def sts_row(label: str, result: dict, ranking: dict | None = None) -> str:
+def sts_row(label: str, result: dict, dev: float | None = None) -> str:
     cells = [f"{result['tasks'][t]['spearman']:.2f}" for t in STS]
-    chosen = ranking["ranking"][0] if ranking and ranking.get("criterion") == "stsb-dev" else None
-    dev = f"{chosen['score']:.2f}" if chosen else "-"
-    return f"| {label} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** | {dev} |"
+    shown = f"{dev:.2f}" if dev is not None else "-"
+    return f"| {label} | " + " | ".join(cells) + f" | **{result['average']['spearman']:.2f}** | {shown} |"
+
+
+def selected_dev(ranking: dict | None) -> float | None:
+    """The STS-B dev score select-best chose by, when it chose by STS-B dev."""
+    return ranking["ranking"][0]["score"] if ranking and ranking.get("criterion") == "stsb-dev" else None
 
 
 def times(folder: Path) -> dict[str, int]:
@@ -41,9 +45,8 @@ def main(root: Path) -> None:
     for pooling in ("cls", "mean", "prompt"):
         result = load(root / "base" / f"sts-{pooling}.json")
         dev = load(root / "base" / f"stsb-dev-{pooling}.json")
-        ranking = {"criterion": "stsb-dev", "ranking": [{"score": dev["tasks"]["STS-B"]["spearman"]}]} if dev else None
         if result:
-            print(sts_row(f"base, {pooling}", result, ranking))
+            print(sts_row(f"base, {pooling}", result, dev["tasks"]["STS-B"]["spearman"] if dev else None))
     runs = sorted((root / "grid").glob("*-*")) + sorted(root.glob("pst-*/"))
     for run in runs:
         for step in (1, 2, 3):
@@ -51,7 +54,7 @@ def main(root: Path) -> None:
             result = load(folder / "sts.json")
             if result and not folder.is_symlink():
                 tag = f"{run.name} step {step}" + (" +ICA" if (folder / "bank-ica.h5").exists() else "")
-                print(sts_row(tag, result, load(folder / "ranking.json")))
+                print(sts_row(tag, result, selected_dev(load(folder / "ranking.json"))))
     print("\n### Reverse dictionary (held-out test entries) and entry space\n")
     print("| run | bank | MRR | top-1 | top-3 | top-10 | mean cos | top-10 var | I(W) unit | skew | kurt |")
     print("|---" * 11 + "|")
