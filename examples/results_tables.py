@@ -78,6 +78,8 @@ def main(root: Path) -> None:
     finals = [(f"{path.parent.name} final", path) for path in sorted(root.glob("pst-*/final-senteval.json"))]
     for label, path in [*bases, ("final", root / "final-senteval.json"), *finals]:
         result = load(path)
+        if result and label == "final":  # results.sh's final model: say which one it is
+            label = "final = " + "/".join(Path(result["model"]).parts[-3:-1])
         if result:
             cells = [f"{result['tasks'][t]['acc']:.2f}" for t in TRANSFER]
             cells[-1] += f" / {result['tasks']['MRPC'].get('f1', float('nan')):.1f}"
