@@ -11,7 +11,7 @@
 # best is evaluated: eval-sts, eval-dict on the dictionary's held-out test split (when it has
 # one) and the bank's isotropy figures and picture (inspect --plot); eval-senteval (--senteval)
 # on the final best. --start-from DIR reuses DIR's steps 1..STEPS-1 (e.g. an ICA variant of a
-# finished run). Every file is kept, named by step and seed:
+# finished run; DIR's last-step bank is reused when it exists). Every file is kept, named by step and seed:
 #   OUT/step-K/bank.h5 [bank-ica.h5]  OUT/step-K/seed-S/  OUT/step-K/ranking.json  OUT/step-K/best -> seed-S
 #   OUT/step-K/sts.json  OUT/step-K/dict-test.json  OUT/step-K/space.json  OUT/step-K/space.png  OUT/final-senteval.json
 # Wall time of each stage goes to OUT/times.tsv.
@@ -64,6 +64,12 @@ if [ -n "$START_FROM" ]; then
   for step in $(seq 1 $(( STEPS - 1 ))); do
     [ -e "$OUT/step-$step" ] || ln -s "$(cd "$START_FROM" && pwd)/step-$step" "$OUT/step-$step"
   done
+  # the last step's plain bank depends only on the shared step STEPS-1: reuse it when DIR has it
+  shared=$START_FROM/step-$STEPS/bank.h5
+  if [ -f "$shared" ] && [ ! -e "$OUT/step-$STEPS/bank.h5" ]; then
+    mkdir -p "$OUT/step-$STEPS"
+    ln -s "$(cd "$(dirname "$shared")" && pwd)/bank.h5" "$OUT/step-$STEPS/bank.h5"
+  fi
 fi
 HAS_TEST=$(grep -q '"split": *"test"' "$DICT" && echo 1 || echo 0)
 

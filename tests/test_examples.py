@@ -43,6 +43,15 @@ def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tm
     assert again.returncode == 0 and "+ defsent train" not in again.stderr and "embed-entries" not in again.stderr
     assert len((out / "times.tsv").read_text().splitlines()) == len(stages)
 
+    # a variant of the last step (--start-from) shares steps 1..STEPS-1 and the last step's plain bank
+    variant = tmp_path / "variant"
+    args = [*args[: args.index("--out")], *args[args.index("--out") + 2 :], "--out", variant]
+    result = run_script("pst.sh", *args, "--seeds", "1", "--start-from", out, "--no-eval", data=mini, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "embed-entries" not in result.stderr and result.stderr.count("+ defsent train") == 1
+    assert (variant / "step-1").is_symlink() and (variant / "step-2" / "bank.h5").is_symlink()
+    assert (variant / "step-2" / "bank.h5").resolve() == (out / "step-2" / "bank.h5").resolve()
+
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_pst_ica_last_with_scale_and_a_linear_head(tiny_bert, mini, tmp_path):
