@@ -245,6 +245,25 @@ def test_cli_ica(cli, tmp_path):
     np.testing.assert_allclose(np.cov(wbank.vectors.T, bias=True), np.eye(6), atol=1e-4)
 
 
+def test_cli_ica_rescale_equals_a_fit_at_the_new_scale(cli, tmp_path):
+    src = tmp_path / "bank.h5"
+    bank = make_bank(src)
+    assert cli("ica", src, "-o", tmp_path / "x100.h5").exit_code == 0
+    result = cli("ica", tmp_path / "x100.h5", "--rescale", "--scale", "1", "-o", tmp_path / "x1.h5")
+    assert result.exit_code == 0, result.stderr
+    assert "rescaled x100 -> x1" in result.stderr and "FastICA" not in result.stderr
+    rescaled = read_bank(tmp_path / "x1.h5")
+    fitted = transform_space(bank.vectors, scale=1.0).vectors
+    np.testing.assert_allclose(rescaled.vectors, fitted, rtol=1e-6, atol=1e-7)
+    assert rescaled.entries == bank.entries and rescaled.attrs["transform"] == "ica"
+    assert rescaled.attrs["transform_scale"] == 1.0 and rescaled.attrs["transform_rescaled_from"] == 100.0
+    assert rescaled.attrs["transform_seed"] == 42 and rescaled.attrs["encoder"] == "/models/tiny"
+    # a plain bank has nothing to rescale: one line, exit 2, no output
+    plain = cli("ica", src, "--rescale", "--scale", "1", "-o", tmp_path / "no.h5")
+    assert plain.exit_code == 2 and "bank.h5: --rescale needs an ica or whiten bank" in plain.stderr
+    assert "Traceback" not in plain.stderr and not (tmp_path / "no.h5").exists()
+
+
 def test_cli_ica_errors_are_one_line(cli, tmp_path):
     not_bank = tmp_path / "plain.h5"
     not_bank.write_text("hello")

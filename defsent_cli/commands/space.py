@@ -14,7 +14,7 @@ from ..cli import command
 from ..console import err_console
 from ..errors import DefsentError
 from ..io import check_output, write_json
-from ..space import DTYPES, FIGURES, FUNS, METHODS, WHITEN_MODES, IcaSettings, load_space, space_figures
+from ..space import DTYPES, FIGURES, FUNS, METHODS, WHITEN_MODES, IcaSettings, load_space, rescale_bank, space_figures
 from ..space import transform_bank as _transform_bank
 from .options import FORCE, PROGRESS
 
@@ -33,6 +33,11 @@ def ica(
         "ica", "--method", help="ica (FastICA, DefSent+) or whiten (PCA whitening, Su et al. 2021)."
     ),
     scale: float = typer.Option(100.0, "--scale", help="Multiply the transformed vectors by this (DefSent+: 100)."),
+    rescale: bool = typer.Option(
+        False,
+        "--rescale",
+        help="The input is already an ica/whiten bank: change its scale to --scale without fitting again.",
+    ),
     n_components: int = typer.Option(None, "--n-components", min=1, help="Components to keep (default: all d)."),
     whiten: str = typer.Option(
         "unit-variance", "--whiten", help="FastICA whiten: unit-variance or arbitrary-variance."
@@ -55,6 +60,7 @@ def ica(
     """Transform a bank's vectors by FastICA (DefSent+ settings) or PCA whitening; entries and provenance kept.
 
     Example: defsent ica bank.h5 -o bank-ica.h5
+    (another scale without refitting: defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5)
     """
     _choice(method, METHODS, "--method")
     _choice(whiten, WHITEN_MODES, "--whiten")
@@ -64,6 +70,15 @@ def ica(
         raise DefsentError("a bank is HDF5: give the output an .h5 suffix", path=output)
     check_output(output, force)
     bank = read_bank(bank_path)
+    if rescale:
+        try:
+            new = rescale_bank(bank, scale, source=bank_path)
+        except DefsentError as exc:
+            raise DefsentError(str(exc), path=bank_path) from None
+        write_bank(output, new)
+        old = new.attrs["transform_rescaled_from"]
+        err_console.print(f"wrote {escape(str(output))}: {len(new):,} entries, rescaled x{old:g} -> x{scale:g}")
+        return
     previous = str(bank.attrs.get("transform", "none"))
     if previous != "none":
         err_console.print(
