@@ -48,9 +48,9 @@ OUT   ?= runs/pst
 pst: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/pst.sh --model "$(MODEL)" --dict "$(DICT)" --out "$(OUT)" $(PST_ARGS)
 
-## make results: the real run behind docs/results.md (hours on 2 cores; resumes)
+## make results: the real run behind docs/results.md section 1 (full WordNet, ~3 h on 2 cores; resumes)
 results: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/results.sh runs/results
+	PATH="$(CURDIR)/$(BIN):$$PATH" N=0 LIMIT=10000 bash examples/results.sh runs/full-10k
 
 bench: $(STAMP)
 	$(BIN)/python bench/encode.py
