@@ -10,7 +10,7 @@
 # BASE for every seed -> select-best. --ica-last ICA-transforms the last step's bank. Each step's
 # best is evaluated: eval-sts, eval-dict on the dictionary's held-out test split (when it has
 # one) and the bank's isotropy figures and picture (inspect --plot); eval-senteval (--senteval)
-# on the final best. --start-from DIR reuses DIR's steps 1..STEPS-1 (e.g. an ICA variant of a
+# on the final best. --start-from DIR reuses DIR's steps 1..STEPS-1 as they are (e.g. an ICA variant of a
 # finished run; DIR's last-step bank is reused when it exists). Every file is kept, named by step and seed:
 #   OUT/step-K/bank.h5 [bank-ica.h5]  OUT/step-K/seed-S/  OUT/step-K/ranking.json  OUT/step-K/best -> seed-S
 #   OUT/step-K/sts.json  OUT/step-K/dict-test.json  OUT/step-K/space.json  OUT/step-K/space.png  OUT/final-senteval.json
@@ -76,6 +76,12 @@ HAS_TEST=$(grep -q '"split": *"test"' "$DICT" && echo 1 || echo 0)
 encoder=$MODEL
 for step in $(seq 1 "$STEPS"); do
   dir=$OUT/step-$step
+  if [ -n "$START_FROM" ] && [ "$step" -lt "$STEPS" ]; then
+    # a shared step of DIR: use its best as it is (--seeds applies to the last step only)
+    [ -e "$dir/best" ] || { echo "pst.sh: $START_FROM/step-$step has no best checkpoint" >&2; exit 2; }
+    encoder=$dir/best
+    continue
+  fi
   mkdir -p "$dir"
   bank=$dir/bank.h5
   [ -f "$bank" ] || timed "step-$step embed-entries" defsent embed-entries "$DICT" --encoder "$encoder" --kind "$KIND" -o "$bank"

@@ -46,9 +46,11 @@ def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tm
     # a variant of the last step (--start-from) shares steps 1..STEPS-1 and the last step's plain bank
     variant = tmp_path / "variant"
     args = [*args[: args.index("--out")], *args[args.index("--out") + 2 :], "--out", variant]
-    result = run_script("pst.sh", *args, "--seeds", "1", "--start-from", out, "--no-eval", data=mini, cwd=tmp_path)
+    result = run_script("pst.sh", *args, "--seeds", "1 3", "--start-from", out, "--no-eval", data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "embed-entries" not in result.stderr and result.stderr.count("+ defsent train") == 1
+    # only the last step trains (its two seeds); the shared step 1 is used as it is, never trained into
+    assert "embed-entries" not in result.stderr and result.stderr.count("+ defsent train") == 2
+    assert not list((out / "step-1").glob("seed-3*")) and (variant / "step-2" / "seed-3").is_dir()
     assert (variant / "step-1").is_symlink() and (variant / "step-2" / "bank.h5").is_symlink()
     assert (variant / "step-2" / "bank.h5").resolve() == (out / "step-2" / "bank.h5").resolve()
 
