@@ -30,8 +30,8 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from defsent_cli.encoding import encode
-    from defsent_cli.models import load_model
+    from defsent_cli.encoder.encode import encode
+    from defsent_cli.encoder.models import load_model
 
     sentences = stsb_test_sentences()
     path = minilm_path()

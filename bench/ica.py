@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from defsent_cli.bank import Bank, read_bank, write_bank  # noqa: E402
-from defsent_cli.space import dead_dimensions  # noqa: E402
+from defsent_cli.formats.bank import Bank, read_bank, write_bank  # noqa: E402
+from defsent_cli.space.transforms import dead_dimensions  # noqa: E402
 
 
 def matched_abs_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -30,8 +30,8 @@ def plain_loop(trainer, pad_to: int | None, seed: int) -> tuple[float, list[floa
     import torch
     import torch.nn.functional as F
 
-    from defsent_cli.models import load_model
-    from defsent_cli.pooler import setup_pooler
+    from defsent_cli.encoder.head import setup_pooler
+    from defsent_cli.encoder.models import load_model
 
     torch.manual_seed(seed)
     loaded = load_model(trainer.base_model, "cpu")
@@ -81,7 +81,8 @@ def main() -> None:
 
     import torch
 
-    from defsent_cli.training import TrainConfig, Trainer
+    from defsent_cli.training.config import TrainConfig
+    from defsent_cli.training.trainer import Trainer
 
     config = TrainConfig(pooling="cls", pooler="keep", lr=2e-5, limit=args.definitions, seed=args.seed, save_every=0)
     config.device = "cpu"

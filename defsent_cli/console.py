@@ -1,9 +1,12 @@
-"""stderr console and progress bars (stdout stays for data)."""
+"""The stderr console and progress bars (stdout stays for data).
+
+Library code may show a progress bar here (on stderr, off with ``--no-progress`` or
+``DEFSENT_NO_PROGRESS=1``); its messages go through :mod:`defsent_cli.log` instead.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 
 from rich.console import Console
 from rich.progress import (
@@ -63,5 +66,6 @@ def make_progress(unit: str = "items", show: bool | None = None, extra: str = ""
     )
 
 
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
+def say(message: str) -> None:
+    """One plain line on stderr (never wrapped, no markup): what a command reports about its work."""
+    err_console.print(message, soft_wrap=True, markup=False, highlight=False)

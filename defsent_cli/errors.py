@@ -15,9 +15,3 @@ class DefsentError(Exception):
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         super().__init__(where + message)
-
-
-class DefsentRuntimeError(DefsentError):
-    """A failure while running on valid input (exit 1)."""
-
-    exit_code = 1

@@ -1,4 +1,4 @@
-"""File plumbing every stage shares: atomic writes, line/JSONL readers, vector writers."""
+"""File plumbing every stage shares: output checks, atomic writes, line and JSONL readers, hashing."""
 
 from __future__ import annotations
 
@@ -12,15 +12,11 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import numpy as np
-
 from .errors import DefsentError
-
-VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl")
 
 
 def check_output(path: str | Path, force: bool = False) -> Path:
-    """Refuse to overwrite an existing output unless ``force`` (DESIGN.md)."""
+    """Refuse to overwrite an existing output (file or folder) unless ``force``; its folder must exist."""
     path = Path(path)
     if path.exists() and not force:
         raise DefsentError("output exists; pass --force to overwrite", path=path)
@@ -109,57 +105,14 @@ def iter_jsonl(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
+    """Hex SHA-256 of a file's bytes (a missing file or a folder is a one-line error)."""
+    if not Path(path).is_file():
+        raise DefsentError("no such file" if not Path(path).exists() else "is a directory, expected a file", path=path)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def vector_format(path: str | Path) -> str:
-    """The vector file format named by a suffix: npy, h5 or jsonl."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in VECTOR_SUFFIXES:
-        raise DefsentError(
-            f"unknown output suffix {suffix or '(none)'}; use one of {', '.join(VECTOR_SUFFIXES)}", path=path
-        )
-    return {".hdf5": "h5"}.get(suffix, suffix[1:])
-
-
-def write_vectors(
-    path: str | Path, vectors: np.ndarray, texts: list[str] | None = None, attrs: dict | None = None
-) -> None:
-    """Atomically write a float32 matrix as .npy, .h5 (dataset ``vectors``) or .jsonl."""
-    fmt = vector_format(path)
-    vectors = np.asarray(vectors, dtype=np.float32)
-    with atomic_path(path) as tmp:
-        if fmt == "npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, vectors)
-        elif fmt == "h5":
-            import h5py
-
-            with h5py.File(tmp, "w") as h5:
-                h5.create_dataset("vectors", data=vectors)
-                if texts is not None:
-                    h5.create_dataset("texts", data=texts, dtype=h5py.string_dtype())
-                for key, value in (attrs or {}).items():
-                    h5.attrs[key] = value
-        else:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                for i, row in enumerate(vectors):
-                    obj = {"text": texts[i]} if texts is not None else {}
-                    obj["embedding"] = [float(x) for x in row]
-                    fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-
-def write_npy_stdout(vectors: np.ndarray) -> None:
-    """Write a float32 .npy to stdout (for pipes)."""
-    buffer = io.BytesIO()
-    np.save(buffer, np.asarray(vectors, dtype=np.float32))
-    sys.stdout.buffer.write(buffer.getvalue())
-    sys.stdout.buffer.flush()
 
 
 def read_texts(paths: list[str | Path], field: str | None = None, skip_blank: bool = False) -> list[str]:

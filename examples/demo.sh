@@ -5,6 +5,7 @@
 # Env:   DEFSENT_DATA  folder holding wordnet/ and senteval/ (default ../shared/data)
 #        ENTRIES       dictionary sample size (default 3000)   SEEDS  (default "1 2")
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 WORK=${1:-demo-out}
 ENTRIES=${ENTRIES:-3000}
@@ -32,7 +33,7 @@ echo "demo: model $MODEL, WordNet $WORDNET, work dir $WORK" >&2
   --seed 42 --stats -o "$WORK/dict.jsonl"
 
 # 2. The AMP bank (mean over definitions of mean-pooled states) from the base model.
-[ -f "$WORK/bank.h5" ] || defsent embed-entries "$WORK/dict.jsonl" --encoder "$MODEL" --kind AMP -o "$WORK/bank.h5"
+[ -f "$WORK/bank.h5" ] || defsent embed-entries "$WORK/dict.jsonl" --model "$MODEL" --kind AMP -o "$WORK/bank.h5"
 
 # 3. One PST step, two seeds. all-MiniLM-L6-v2's pooler was never trained (bias all zero), so the
 #    demo trains without the pooler head (--pooler none); the paper's default is --pooler keep.

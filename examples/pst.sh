@@ -84,7 +84,7 @@ for step in $(seq 1 "$STEPS"); do
   fi
   mkdir -p "$dir"
   bank=$dir/bank.h5
-  [ -f "$bank" ] || timed "step-$step embed-entries" defsent embed-entries "$DICT" --encoder "$encoder" --kind "$KIND" -o "$bank"
+  [ -f "$bank" ] || timed "step-$step embed-entries" defsent embed-entries "$DICT" --model "$encoder" --kind "$KIND" -o "$bank"
   if [ "$ICA_LAST" = 1 ] && [ "$step" = "$STEPS" ]; then
     ica_args=()
     [ -n "$ICA_SCALE" ] && ica_args=(--scale "$ICA_SCALE")

@@ -18,6 +18,7 @@
 #    7. eval-senteval on the final model: the step-3 variant with the best STS-B dev.
 # Every stage's wall time is in OUT/**/times.tsv; results JSONs and pictures sit next to the models.
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-runs/results}
 N=${N:-12000} LR=${LR:-1e-5} SEEDS=${SEEDS:-1} POOLER=${POOLER:-none} SENTEVAL=${SENTEVAL:-1}

@@ -179,7 +179,7 @@ def cli(runner):
 
 @pytest.fixture
 def tiny_dict(tmp_path) -> Path:
-    """A small dictionary JSONL in the DESIGN.md format."""
+    """A small dictionary JSONL (docs/formats.md, "Dictionary")."""
     rows = [
         {"entry": "giraffe", "definitions": ["a long-necked african animal"], "sources": ["test"], "split": "train"},
         {"entry": "revitalize", "definitions": ["give new life or vigor to"], "sources": ["test"], "split": "train"},
@@ -264,3 +264,23 @@ def mini(tmp_path) -> Path:
         + [f"{i}\tA boy runs {i}\tThe kid is running {i}\t{1 + i * 0.7:.1f}\tNEUTRAL" for i in range(5)],
     )
     return tmp_path
+
+
+@pytest.fixture
+def library_log():
+    """The messages the library sends through ``defsent_cli.log`` while the test runs: [(level, text), ...]."""
+    import logging
+
+    records: list[tuple[str, str]] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append((record.levelname.lower(), record.getMessage()))
+
+    logger = logging.getLogger("defsent")
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield records
+    logger.removeHandler(handler)
+    logger.setLevel(level)

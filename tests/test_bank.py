@@ -5,11 +5,13 @@ import json
 import h5py
 import numpy as np
 import pytest
+from conftest import REPO
 
-from defsent_cli.bank import EntryMeans, build_bank, check_bank_matches, read_bank, write_bank
-from defsent_cli.encoding import encode
+from defsent_cli.encoder.encode import encode
+from defsent_cli.encoder.models import load_model
 from defsent_cli.errors import DefsentError
-from defsent_cli.models import load_model
+from defsent_cli.formats.bank import check_bank_matches, read_bank, write_bank
+from defsent_cli.training.entry_bank import EntryMeans, build_bank
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,8 @@ def test_hdf5_round_trip_and_dictionary_check(tiny_dict, bert, tmp_path):
         assert h5["vectors"].dtype == np.float32 and h5["counts"].dtype == np.int32
         for attr in ("encoder", "dictionary_sha256", "transform", "created", "defsent_version", "kind"):
             assert attr in h5.attrs
+        formats = (REPO / "docs" / "formats.md").read_text()
+        assert [key for key in [*h5.attrs, *h5] if f"`{key}`" not in formats] == []  # the contract documents them
     again = read_bank(path)
     assert again.entries == bank.entries
     np.testing.assert_array_equal(again.vectors, bank.vectors)

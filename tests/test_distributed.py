@@ -22,7 +22,7 @@ from conftest import CORPUS
 
 from defsent_cli import distributed
 from defsent_cli.errors import DefsentError
-from defsent_cli.loss import bank_cross_entropy
+from defsent_cli.training.loss import bank_cross_entropy
 
 ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
 for _name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
@@ -97,9 +97,10 @@ def test_distributed_training_equals_one_process_with_the_same_global_batch(setu
 def test_distributed_training_resumes_after_a_kill(setup):
     args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
     out = setup["root"] / "killed"
-    run = _run([*TORCHRUN, *args, "-o", out], env={**ENV, "DEFSENT_TEST_KILL_AT_STEP": "5"})
+    killer = [*TORCHRUN[:-2], Path(__file__).with_name("kill_after_step.py")]
+    run = _run([*killer, *args, "-o", out], env={**ENV, "KILL_AFTER_STEP": "5"})
     assert run.returncode != 0 and not out.exists()
-    assert (setup["root"] / "killed.partial" / "state.pt").exists()
+    assert (setup["root"] / "killed.partial" / "state.safetensors").exists()
     resumed = _run([*TORCHRUN, *args, "-o", out, "--resume"])
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert resumed.stderr.decode().count("resuming from step 4") == 1
@@ -128,7 +129,7 @@ def test_distributed_encode_from_stdin_equals_one_process(setup, cli, tmp_path):
 
 
 def test_distributed_embed_entries_equals_one_process(setup, tmp_path):
-    from defsent_cli.bank import read_bank
+    from defsent_cli.formats.bank import read_bank
 
     out = tmp_path / "bank.h5"
     run = _run([*TORCHRUN, "embed-entries", setup["dictionary"], "-m", setup["model"], "-b", "3", "-o", out])

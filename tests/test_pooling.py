@@ -1,10 +1,11 @@
 """Pooling math against hand-computed values."""
 
+import numpy as np
 import pytest
 import torch
 
+from defsent_cli.encoder.pooling import POOLINGS, PoolingInput, get_pooling, masked_mean
 from defsent_cli.errors import DefsentError
-from defsent_cli.pooling import POOLINGS, PoolingInput, get_pooling, masked_mean
 
 STATES = torch.tensor(
     [
@@ -80,14 +81,14 @@ def test_ditto_is_diagonal_weighted_sum_without_division():
 
 
 def test_prompt_avg_is_mean_over_the_templated_input():
-    from defsent_cli.pooling import PROMPT_TEMPLATE
+    from defsent_cli.encoder.pooling import PROMPT_TEMPLATE
 
     pool = get_pooling("prompt-avg")
     assert pool.template == PROMPT_TEMPLATE and pool(batch()).tolist() == [[2.0, 3.0], [2.0, 1.0]]
 
 
 def test_layer_specs_and_aliases():
-    from defsent_cli.pooling import parse_layers, resolve_layers
+    from defsent_cli.encoder.pooling import parse_layers, resolve_layers
 
     assert parse_layers("first-last") == (0, -1) and parse_layers("1,12") == (1, 12) and parse_layers(None) is None
     assert resolve_layers((0, -1), 12) == (0, 12) and resolve_layers((1, -2), 6) == (1, 5)
@@ -98,8 +99,8 @@ def test_layer_specs_and_aliases():
 
 
 def test_build_pooling_checks_combinations():
-    from defsent_cli.pooling import TEMPLATES, build_pooling
-    from defsent_cli.token_weights import IdfWeighting
+    from defsent_cli.encoder.pooling import TEMPLATES, build_pooling
+    from defsent_cli.encoder.token_weights import IdfWeighting
 
     assert build_pooling("prompt-avg", template="T4").template == TEMPLATES["T4"]
     assert build_pooling("ditto", ditto_head="3-7").ditto_head == (2, 6)
@@ -119,9 +120,23 @@ def test_build_pooling_checks_combinations():
             build_pooling(**kwargs)
 
 
-def test_t4_template_is_the_published_one():
-    from defsent_cli.pooling import TEMPLATES
+def test_t4_prompt_averages_its_three_mask_states(tiny_bert):
+    """T4 (Stankevicius & Lukosevicius 2024, Table 1) has three [MASK]s; prompt pooling averages their states."""
+    import torch
 
-    assert TEMPLATES["T4"] == (
-        'This sentence from the dictionary: "[X]" means "[MASK]" and is about [MASK], which is a synonym for [MASK].'
-    )
+    from defsent_cli.encoder.encode import encode
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.pooling import TEMPLATES, build_pooling
+
+    loaded = load_model(tiny_bert, "cpu")
+    mask = loaded.tokenizer.mask_token
+    text = "a dog runs in the park"
+    got = encode([text], loaded, pooling=build_pooling("prompt", template="T4"), show_progress_bar=False)[0]
+    filled = f'This sentence from the dictionary: "{text}" means "{mask}" and is about {mask}, which is a synonym for {mask}.'
+    assert TEMPLATES["T4"].replace("[X]", text).replace("[MASK]", mask) == filled
+    enc = loaded.tokenizer(filled, return_tensors="pt")
+    with torch.inference_mode():
+        states = loaded.model(**enc).last_hidden_state[0]
+    at = (enc["input_ids"][0] == loaded.tokenizer.mask_token_id).nonzero().flatten()
+    assert len(at) == 3
+    np.testing.assert_allclose(got, states[at].mean(0).numpy(), atol=1e-5)

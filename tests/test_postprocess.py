@@ -10,8 +10,9 @@ import pytest
 from sklearn.preprocessing import QuantileTransformer
 
 from defsent_cli.errors import DefsentError
-from defsent_cli.postprocess import POST_FORMAT, POST_HELP, PostChain, parse_post
-from defsent_cli.space import pca_whiten
+from defsent_cli.formats.post import POST_FORMAT
+from defsent_cli.space.linalg import pca_whiten
+from defsent_cli.space.postprocess import PostChain, parse_post
 
 
 def same_up_to_sign(a: np.ndarray, b: np.ndarray) -> bool:
@@ -72,12 +73,12 @@ def test_whiten_k_keeps_top_k_columns():
         parse_post("whiten-k:3").fit(AXES)
 
 
-def test_whiten_rank_deficient_clips_and_warns_once(capsys):
+def test_whiten_rank_deficient_clips_and_warns_once(library_log):
     x = np.column_stack([np.arange(12.0), 2 * np.arange(12.0), np.arange(12.0) ** 2])  # rank 2 of 3
     out = parse_post("whiten").fit_transform(x)
     assert np.isfinite(out).all()
-    err = capsys.readouterr().err
-    assert err.count("rank-deficient") == 1 and "warning:" in err
+    warnings = [text for level, text in library_log if level == "warning"]
+    assert len(warnings) == 1 and "rank-deficient (1 of 3 eigenvalues ~0" in warnings[0]  # 12 rows = 4 x 3 dims
 
 
 def test_abtt_removes_the_top_direction_exactly():
@@ -103,7 +104,6 @@ def test_quantile_uniform_by_hand_and_equals_sklearn():
         ours = parse_post(spec).fit_transform(x)
         ref = QuantileTransformer(n_quantiles=60, output_distribution=dist, subsample=10**9, random_state=0)
         np.testing.assert_array_equal(ours, ref.fit_transform(x.astype(np.float64)).astype(np.float32))
-    assert ((0 <= out) & (out <= 1)).all()
 
 
 def test_l2_by_hand():
@@ -131,8 +131,10 @@ def test_parse_forms_and_empty_chains():
     for empty in (None, "", [], "none"):
         chain = parse_post(empty)
         assert not chain and chain.is_empty() and chain.spec() == ""
-    assert parse_post("l2")
-    assert all(name in POST_HELP for name in ("zscore", "quantile", "whiten", "whiten-k:K", "abtt:D", "l2"))
+    chain = parse_post("zscore,quantile:normal,whiten-k:4,abtt:2,l2")
+    assert [type(step).__name__ for step in chain.steps] == ["ZScore", "Quantile", "WhitenK", "Abtt", "L2"]
+    assert chain.steps[1].distribution == "normal" and chain.steps[2].k == 4 and chain.steps[3].d == 2
+    assert chain and not chain.fitted
 
 
 @pytest.mark.parametrize(
@@ -148,13 +150,12 @@ def test_parse_errors_are_one_line(spec):
 # ---------------------------------------------------------------- fit / transform checks
 
 
-def test_few_rows_warning(capsys):
+def test_few_rows_warning(library_log):
     parse_post("zscore").fit(np.arange(14.0).reshape(7, 2))  # 7 < 4 x 2
-    err = capsys.readouterr().err
-    assert "warning:" in err and "4 x dims" in err and err.count("\n") == 1
+    assert len(library_log) == 1 and library_log[0][0] == "warning" and "4 x dims" in library_log[0][1]
     parse_post("zscore").fit(np.random.default_rng(0).normal(size=(8, 2)))
     parse_post("l2").fit(np.ones((2, 5)))  # no statistics, no warning
-    assert capsys.readouterr().err == ""
+    assert len(library_log) == 1
 
 
 def test_fit_and_transform_errors():
@@ -221,13 +222,13 @@ def test_load_errors(tmp_path):
 
 def test_failed_save_leaves_no_file(tmp_path, monkeypatch):
     chain = parse_post("zscore,abtt:1").fit(random_matrix())
-    with pytest.raises(DefsentError, match="cannot write"):
+    with pytest.raises(FileNotFoundError):  # the command line checks the folder first; the library raises
         chain.save(tmp_path / "no-such-dir" / "post.h5")
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(h5py.Group, "create_dataset", broken)
-    with pytest.raises(DefsentError, match="disk full"):
+    with pytest.raises(OSError, match="disk full"):
         chain.save(tmp_path / "post.h5")
     assert list(tmp_path.iterdir()) == []

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from defsent_cli.errors import DefsentError
-from defsent_cli.token_weights import (
+from defsent_cli.encoder.token_weights import (
     IdfWeighting,
     bias_tokens,
     build_weighting,
     drop_tokens_for,
     parse_drop_groups,
 )
+from defsent_cli.errors import DefsentError
 
 
 def test_idf_by_hand():
@@ -78,9 +78,10 @@ def test_drop_tokens_on_a_wordpiece_vocab(tiny_bert):
 
 def test_idf_mean_through_the_encoder_equals_hand_weighting(tiny_bert):
     """encode(pooling mean + idf) == Σ w h / Σ w over the same model's token states."""
-    from defsent_cli.encoding import encode, prepare_pooling, tokenize
-    from defsent_cli.models import load_model
-    from defsent_cli.pooling import build_pooling
+    from defsent_cli.encoder.encode import encode, prepare_pooling
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.pooling import build_pooling
+    from defsent_cli.encoder.tokenize import tokenize
 
     loaded = load_model(tiny_bert, "cpu")
     texts = ["a dog runs in the park", "the cat sleeps", "a dog and a cat"]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from defsent_cli.encoding import encode
-from defsent_cli.models import load_model
-from defsent_cli.pooling import build_pooling
+from defsent_cli.encoder.encode import encode
+from defsent_cli.encoder.models import load_model
+from defsent_cli.encoder.pooling import build_pooling
 
 TEXTS = ["a dog runs in the park", "the cat sleeps on a mat", "two men play chess", "rain falls"]
 
@@ -73,7 +73,10 @@ def test_templates_and_prompt_avg(cli, tiny_bert, sents, tmp_path):
     own = run_encode(
         cli, tiny_bert, sents, tmp_path / "d.npy", "--pooling", "prompt", "--template", "[X] is like [MASK] ."
     )
-    assert own.shape == t4.shape
+    loaded = load_model(tiny_bert, "cpu")
+    for text, vec in zip(TEXTS, own, strict=True):  # the last-layer state at the [MASK] of the user's template
+        ids, states = _states(loaded, f"{text} is like {loaded.tokenizer.mask_token} .")
+        np.testing.assert_allclose(vec, states[ids.index(loaded.tokenizer.mask_token_id)], atol=1e-5)
 
 
 def test_weighting_and_dropped_tokens(cli, tiny_bert, sents, tmp_path):
@@ -98,10 +101,10 @@ def test_weighting_and_dropped_tokens(cli, tiny_bert, sents, tmp_path):
         (["--pooling", "ditto", "--ditto-head", "9-1"], "out of range"),
         (["--pooling", "mean", "--layers", "0,99"], "out of range"),
         (["--pooling", "cls", "--weighting", "idf"], "token weighting applies"),
-        (["--pooling", "mean", "--weighting", "tfidf"], "choose idf or none"),
+        (["--pooling", "mean", "--weighting", "tfidf"], "'tfidf' is not one of 'idf', 'none'"),
         (["--pooling", "mean", "--drop-tokens", "stopwords"], "use biases"),
         (["--pooling", "mean", "--idf-corpus", "nowhere.txt"], "needs --weighting idf"),
-        (["--pooling", "nope"], "unknown pooling"),
+        (["--pooling", "nope"], "'nope' is not one of"),
     ],
 )
 def test_bad_toolbox_options_are_one_line_errors(cli, tiny_bert, sents, tmp_path, options, message):
@@ -125,7 +128,7 @@ def test_eval_sts_records_pooling_settings(cli, tiny_bert, mini, tmp_path):
 
 
 def test_ditto_search_scores_every_head(cli, tiny_bert, mini, tmp_path):
-    from defsent_cli.ditto import all_head_vectors
+    from defsent_cli.evaluation.ditto import all_head_vectors
 
     loaded = load_model(tiny_bert, "cpu")
     heads = all_head_vectors(loaded, TEXTS, "first-last", show_progress=False)
@@ -144,7 +147,7 @@ def test_ditto_search_scores_every_head(cli, tiny_bert, mini, tmp_path):
 
 
 def test_post_target_fit_equals_manual_and_fit_post_round_trip(cli, tiny_bert, sents, tmp_path):
-    from defsent_cli.postprocess import parse_post
+    from defsent_cli.space.postprocess import parse_post
 
     plain = run_encode(cli, tiny_bert, sents, tmp_path / "a.npy", "--pooling", "mean")
     target = run_encode(cli, tiny_bert, sents, tmp_path / "b.npy", "--pooling", "mean", "--post", "zscore,l2")
@@ -160,7 +163,7 @@ def test_post_target_fit_equals_manual_and_fit_post_round_trip(cli, tiny_bert, s
     assert result.exit_code == 0, result.output
     applied = run_encode(cli, tiny_bert, sents, tmp_path / "d.npy", "--pooling", "mean", "--post-file", post)
     assert np.allclose(applied, fitted_on, atol=1e-5) and not np.allclose(applied, target)
-    from defsent_cli.postprocess import PostChain
+    from defsent_cli.space.postprocess import PostChain
 
     chain = PostChain.load(post)
     assert chain.spec() == "abtt:1" and chain.attrs["pooling"] == "mean" and chain.fit_rows == 12
@@ -198,8 +201,8 @@ def _states(loaded, text: str) -> tuple[list[int], np.ndarray]:
 
 
 def test_prompt_avg_and_dropped_tokens_by_hand(tiny_bert):
-    from defsent_cli.pooling import TEMPLATES
-    from defsent_cli.token_weights import drop_tokens_for
+    from defsent_cli.encoder.pooling import TEMPLATES
+    from defsent_cli.encoder.token_weights import drop_tokens_for
 
     loaded = load_model(tiny_bert, "cpu")
     mask = loaded.tokenizer.mask_token
@@ -210,12 +213,25 @@ def test_prompt_avg_and_dropped_tokens_by_hand(tiny_bert):
         assert np.allclose(vec, states.mean(0), atol=1e-5)
 
     drop = drop_tokens_for(loaded.tokenizer, "biases")
-    got = encode(TEXTS, loaded, pooling=build_pooling("mean", weighting=drop), show_progress_bar=False)
-    for text, vec in zip(TEXTS, got, strict=True):
+    from defsent_cli.encoder.token_weights import bias_tokens
+
+    biases = set(bias_tokens())
+    texts = ["a dog runs in the park .", "the cat sleeps on a mat , quietly"]
+    got = encode(texts, loaded, pooling=build_pooling("mean", weighting=drop), show_progress_bar=False)
+    for text, vec in zip(texts, got, strict=True):
         ids, states = _states(loaded, text)
-        keep = [i for i, t in enumerate(ids) if t not in drop.dropped]
-        assert 0 < len(keep) < len(ids) or not set(ids) & drop.dropped
-        assert np.allclose(vec, states[keep].mean(0), atol=1e-5)
+        tokens = loaded.tokenizer.convert_ids_to_tokens(ids)
+        # kept: the special tokens and every whole word that is neither frequent nor punctuation
+        keep = [
+            i for i, t in enumerate(tokens)
+            if t in ("[CLS]", "[SEP]") or not (t in biases or t.startswith("##") or t in (".", ","))
+        ]  # fmt: skip
+        assert [tokens[i] for i in keep][:3] == [
+            "[CLS]",
+            "r" if "runs" in text else "cat",
+            "p" if "park" in text else "m",
+        ]
+        np.testing.assert_allclose(vec, states[keep].mean(0), atol=1e-5)
 
 
 def test_layers_1_l_variant(tiny_bert):
@@ -228,8 +244,10 @@ def test_layers_1_l_variant(tiny_bert):
 
 
 def test_target_post_is_fitted_on_each_task_alone(mini):
-    from defsent_cli.evaluation.sts import correlations, cosine_pairs, evaluate_sts, load_sts_tasks, task_sentences
-    from defsent_cli.postprocess import parse_post
+    from defsent_cli.evaluation.correlations import correlations, cosine_pairs
+    from defsent_cli.evaluation.sts import evaluate_sts
+    from defsent_cli.evaluation.sts_data import load_sts_tasks, task_sentences
+    from defsent_cli.space.postprocess import parse_post
 
     def encoder(texts):  # a fixed, text-dependent 3-d vector
         return np.asarray([[len(t), t.count(" ") + 1, sum(map(ord, t)) % 97] for t in texts], dtype=np.float32)

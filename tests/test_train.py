@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import REPO
 
-from defsent_cli.loss import bank_cross_entropy
-from defsent_cli.reverse_dict import rank_metrics
-from defsent_cli.training import TrainConfig, epoch_batches, linear_schedule
+from defsent_cli.evaluation.reverse_dict import rank_metrics
+from defsent_cli.training.config import TrainConfig
+from defsent_cli.training.data import epoch_batches
+from defsent_cli.training.loss import bank_cross_entropy
+from defsent_cli.training.trainer import linear_schedule
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -126,6 +129,20 @@ def test_train_writes_a_checkpoint_that_transformers_and_sentence_transformers_l
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert [row["step"] for row in log] == [1, 2] and all(np.isfinite(row["loss"]) for row in log)
     assert not (tmp_path / "ckpt.partial").exists()
+    # the model card: written from defsent.json, names the data by hash and every setting
+    card = (out / "README.md").read_text()
+    from defsent_cli.io import sha256_file
+
+    assert card.startswith("---\nlibrary_name: sentence-transformers")
+    assert sha256_file(bert_bank) in card and sha256_file(tiny_dict) in card and str(tiny_bert) in card
+    assert (
+        "| lr | 0.001 |" in card
+        and "| adam_eps | 1e-06 |" in card
+        and f"| final training loss | {info['final_loss']} |" in card
+    )
+    # docs/formats.md documents every key defsent.json holds (the contract stays true)
+    formats = (REPO / "docs" / "formats.md").read_text()
+    assert [key for key in info if f"`{key}`" not in formats] == []
     # the weights changed
     from transformers import AutoModel
 
@@ -173,9 +190,12 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, tmp_path):
     full = tmp_path / "full"
     subprocess.run([*defsent, *args, "-o", full], check=True, env=env)
     killed = tmp_path / "killed"
-    run = subprocess.run([*defsent, *args, "-o", killed], env={**env, "DEFSENT_TEST_KILL_AT_STEP": "5"})
+    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
+    run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9  # SIGKILL: no chance to clean up
-    assert not killed.exists() and (tmp_path / "killed.partial" / "state.pt").exists()
+    assert not killed.exists() and (tmp_path / "killed.partial" / "state.safetensors").exists()
+    again = subprocess.run([*defsent, *args, "-o", killed], env=env, capture_output=True, text=True)
+    assert again.returncode == 2 and "--resume" in again.stderr  # a resumable state is never dropped silently
     resumed = subprocess.run([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 4" in resumed.stderr
@@ -242,7 +262,7 @@ def test_linear_head_starts_at_the_identity_and_trains_at_its_own_rate(cli, tiny
     result = cli("lookup", "-m", out, "--bank", bert_bank, "--json", "-k", "2", "a pet")
     assert result.exit_code == 0, result.output
     bad = cli("train", tiny_dict, "--bank", bert_bank, "-m", tiny_bert, "-o", tmp_path / "x", "--head-lr", "0")
-    assert bad.exit_code == 2 and "--head-lr must be positive" in bad.stderr
+    assert bad.exit_code == 2 and "--head-lr must be a finite number > 0" in bad.stderr
 
 
 def test_train_rejects_a_bank_from_another_dictionary(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
@@ -254,21 +274,67 @@ def test_train_rejects_a_bank_from_another_dictionary(cli, tiny_bert, tiny_dict,
     assert exists.exit_code == 2 and "--force" in exists.stderr
 
 
-def test_lookup_and_eval_dict(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
+def _cls_states(folder: Path, texts: list[str], head: bool) -> np.ndarray:
+    """CLS of the last layer, through the BERT pooler (dense + tanh, the training head) when ``head``,
+    computed here with transformers alone."""
+    from transformers import AutoModel, AutoTokenizer
+
+    model, tokenizer = AutoModel.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+    with torch.inference_mode():
+        cls = torch.stack([model(**tokenizer(t, return_tensors="pt")).last_hidden_state[0, 0] for t in texts])
+        return (torch.tanh(model.pooler.dense(cls)) if head else cls).numpy()
+
+
+def test_lookup_ranks_entries_by_the_training_logits(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
     out = _train(cli, tiny_dict, bert_bank, tiny_bert, tmp_path / "ckpt")
-    result = cli("lookup", "-m", out, "--bank", bert_bank, "--json", "-k", "3", "an animal that barks")
+    query = "an animal that barks"
+    result = cli("lookup", "-m", out, "--bank", bert_bank, "--json", "-k", "3", query)
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
-    assert row["query"] == "an animal that barks" and len(row["results"]) == 3
-    assert {hit["entry"] for hit in row["results"]} <= {"giraffe", "revitalize", "dog", "joy", "fish"}
+    from defsent_cli.formats.bank import read_bank
+
+    bank = read_bank(bert_bank)
+    scores = _cls_states(out, [query], head=True)[0] @ bank.vectors.T  # the training logits
+    best = np.argsort(-scores)[:3]
+    assert row["query"] == query
+    assert [hit["entry"] for hit in row["results"]] == [bank.entries[i] for i in best]
+    np.testing.assert_allclose([hit["score"] for hit in row["results"]], scores[best], atol=1e-3)
     many = cli("lookup", "-m", out, "--bank", bert_bank, "-k", "2", input="give new life\na pet\n")
     assert many.exit_code == 0 and many.stdout.count("\n") == 6
+
+
+def test_eval_dict_matches_ranks_computed_by_hand(cli, tiny_bert, tmp_path):
+    """Six test definitions whose gold entries rank 1, 2, ..., 6 among twelve: MRR = (1 + 1/2 + ... + 1/6) / 6."""
+    from defsent_cli.formats.bank import BANK_FORMAT, Bank, write_bank
+    from defsent_cli.io import sha256_file
+
+    words = ["dog", "cat", "fish", "joy", "giraffe", "tree", "river", "stone", "light", "rain", "park", "chess"]
+    rows = [
+        {"entry": w, "definitions": [f"a {w} near the {words[(i + 5) % 12]}"], "split": "test" if i < 6 else "train"}
+        for i, w in enumerate(words)
+    ]
+    dictionary = tmp_path / "dict.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # Target scores T (6 queries x 12 rows): gold (row i) 1, decoy rows 6..6+i-1 score 2 for query i, all else 0,
+    # so query i's gold entry ranks i + 1. Bank rows B solve Q B^T = T (Q: the model's CLS states, no head).
+    target = np.zeros((6, 12))
+    target[np.arange(6), np.arange(6)] = 1.0
+    for i in range(6):
+        target[i, 6 : 6 + i] = 2.0
+    queries = _cls_states(tiny_bert, [r["definitions"][0] for r in rows[:6]], head=False).astype(np.float64)
+    vectors = (np.linalg.pinv(queries) @ target).T.astype(np.float32)
+    attrs = {"format": BANK_FORMAT, "kind": "AC", "pooling": "cls", "splits": "train,dev,test", "transform": "none"}
+    attrs["dictionary_sha256"] = sha256_file(dictionary)
+    bank_path = tmp_path / "bank.h5"
+    write_bank(bank_path, Bank(words, vectors, np.ones(12, dtype=np.int32), attrs))
     report = tmp_path / "dict-test.json"
-    result = cli("eval-dict", tiny_dict, "-m", out, "--bank", bert_bank, "--split", "test", "-o", report)
+    result = cli("eval-dict", dictionary, "-m", tiny_bert, "--bank", bank_path, "--split", "test", "-o", report)
     assert result.exit_code == 0, result.output
     metrics = json.loads(report.read_text())
-    assert metrics["n"] == 1 and metrics["bank_entries"] == 5 and 0.2 <= metrics["mrr"] <= 1.0
-    assert metrics["top10"] == 1.0  # five candidates only
+    assert metrics["n"] == 6 and metrics["bank_entries"] == 12 and metrics["pooling"] == "cls"
+    assert metrics["mrr"] == pytest.approx(sum(1 / r for r in range(1, 7)) / 6)
+    assert (metrics["top1"], metrics["top3"], metrics["top10"]) == pytest.approx((1 / 6, 3 / 6, 1.0))
+    assert metrics["median_rank"] == 3.5
 
 
 # --- select-best ----------------------------------------------------------------------------------
@@ -289,30 +355,60 @@ def _mini_stsb(root: Path) -> Path:
     return root
 
 
-def test_select_best_by_dict_dev_and_stsb_dev_with_link(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
+def test_select_best_picks_the_higher_score_and_links_it(cli, tiny_bert, tmp_path):
+    words = "red blue small large animal tree river stone light dark old new fast slow warm cold".split()
+    rng = np.random.default_rng(0)
+    rows = [
+        {"entry": f"w{i}", "definitions": [" ".join(rng.choice(words, 4)) for _ in range(2)], "split": "dev" if i % 3 == 0 else "train"}
+        for i in range(24)
+    ]  # fmt: skip
+    tiny_dict = tmp_path / "dict.jsonl"
+    tiny_dict.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bert_bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", tiny_dict, "-m", tiny_bert, "-o", bert_bank).exit_code == 0
     seeds = [
-        _train(cli, tiny_dict, bert_bank, tiny_bert, tmp_path / f"seed-{s}", "--seed", str(s), "--lr", "1e-3")
-        for s in (1, 2)
+        _train(cli, tiny_dict, bert_bank, tiny_bert, tmp_path / f"seed-{s}", "--seed", str(s), "--lr", "3e-3")
+        for s in (1, 2, 3)
     ]
+    # dict-dev, scored independently: eval-dict's MRR on the dev split, x100
+    expected = {}
+    for seed in seeds:
+        report = tmp_path / f"{seed.name}-dev.json"
+        assert (
+            cli("eval-dict", tiny_dict, "-m", seed, "--bank", bert_bank, "--split", "dev", "-o", report).exit_code == 0
+        )
+        expected[str(seed)] = 100 * json.loads(report.read_text())["mrr"]
     ranking = tmp_path / "ranking.json"
     result = cli("select-best", *seeds, "--by", "dict-dev", "-o", ranking, "--link", tmp_path / "best")
     assert result.exit_code == 0, result.output
-    winner = Path(result.stdout.strip())
-    assert winner in seeds
     data = json.loads(ranking.read_text())
-    assert data["criterion"] == "dict-dev" and [row["rank"] for row in data["ranking"]] == [1, 2]
-    assert data["ranking"][0]["score"] >= data["ranking"][1]["score"] and data["best"] == str(winner)
+    assert len(set(expected.values())) > 1  # the seeds differ, so the choice means something
+    assert {row["path"]: row["score"] for row in data["ranking"]} == pytest.approx(expected, abs=1e-3)
+    assert [row["score"] for row in data["ranking"]] == pytest.approx(sorted(expected.values(), reverse=True), abs=1e-3)
+    winner = Path(result.stdout.strip())
+    assert expected[str(winner)] == max(expected.values()) and data["best"] == str(winner)
+    assert [row["rank"] for row in data["ranking"]] == [1, 2, 3]
+    assert [row["seed"] for row in data["ranking"]] == [int(Path(r["path"]).name[5:]) for r in data["ranking"]]
     assert (tmp_path / "best").is_symlink() and (tmp_path / "best").resolve() == winner.resolve()
 
+    # stsb-dev: each checkpoint's STS-B dev Spearman, computed by the library, decides
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.evaluation.sts import evaluate_sts
+
     root = _mini_stsb(tmp_path / "data")
+    dev = {str(p): evaluate_sts(load_model(p, "cpu"), root, ["STS-B"], "dev")["average"]["spearman"] for p in seeds}
+    assert len(set(dev.values())) > 1  # the seeds differ, so the choice means something
     result = cli(
         "select-best", *seeds, "--by", "stsb-dev", "--data", root, "--link", tmp_path / "best", "--copy", "--force"
     )
     assert result.exit_code == 0, result.output
-    assert Path(result.stdout.strip()) in seeds
+    assert dev[result.stdout.strip()] == max(dev.values())
     assert (tmp_path / "best" / "defsent.json").is_file() and not (tmp_path / "best").is_symlink()
 
     missing = cli("select-best", *seeds, "--by", "stsb-dev", "--data", tmp_path / "nowhere")
     assert missing.exit_code == 2 and "DEFSENT_DATA" in missing.stderr
     bad = cli("select-best", *seeds, "--by", "coin-flip")
     assert bad.exit_code == 2 and "stsb-dev" in bad.stderr
+    nowhere = cli("select-best", *seeds, "--by", "dict-dev", "--link", tmp_path / "no" / "best")
+    assert nowhere.exit_code == 2 and "does not exist" in nowhere.stderr  # refused before any scoring
+    assert "reverse-dictionary MRR" not in nowhere.stderr

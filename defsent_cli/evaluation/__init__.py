@@ -1,28 +1,15 @@
-"""Evaluations on local SentEval-layout data: unsupervised STS and the SentEval transfer tasks.
+"""Evaluations on local data: unsupervised STS (:mod:`.sts`, data in :mod:`.sts_data`, scores in
+:mod:`.correlations`), the SentEval transfer tasks (:mod:`.senteval`, :mod:`.senteval_data`,
+:mod:`.linear_probe`), the reverse dictionary (:mod:`.reverse_dict`), Ditto's head search
+(:mod:`.ditto`), mteb's evaluator (:mod:`.mteb`), and choosing between models (:mod:`.criteria`,
+:mod:`.selection`).
 
 Library entry points (commands only parse options and call these)::
 
-    from defsent_cli.evaluation import evaluate_sts, evaluate_senteval
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.evaluation.sts import evaluate_sts
     loaded = load_model("ckpt/", "cpu")
     dev = evaluate_sts(loaded, data_root, tasks=["STS-B"], split="dev", pooling="mean")
     dev["tasks"]["STS-B"]["spearman"]        # STS-B dev Spearman x100
     evaluate_sts(loaded, data_root)["average"]["spearman"]   # 7-task average ("all" aggregation)
 """
-
-from .results import resolve_data_root
-from .senteval import CONFIGS, TRANSFER_TASKS, evaluate_senteval, senteval_table
-from .sts import AGGREGATIONS, STS_TASKS, STSTask, evaluate_sts, load_sts_tasks, sts_table
-
-__all__ = [
-    "AGGREGATIONS",
-    "CONFIGS",
-    "STS_TASKS",
-    "STSTask",
-    "TRANSFER_TASKS",
-    "evaluate_senteval",
-    "evaluate_sts",
-    "load_sts_tasks",
-    "resolve_data_root",
-    "senteval_table",
-    "sts_table",
-]

@@ -1,0 +1,74 @@
+"""The ``defsent`` Typer app: built here, every command registered by its own module's ``register(app)``."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import __version__
+from . import (
+    build_dict,
+    ditto_search,
+    embed_entries,
+    encode,
+    eval_dict,
+    eval_senteval,
+    eval_sts,
+    fit_post,
+    ica,
+    inspect,
+    lookup,
+    select_best,
+    train,
+)
+from .boundary import DefsentGroup
+
+COMMAND_MODULES = (
+    build_dict,
+    embed_entries,
+    ica,
+    inspect,
+    train,
+    select_best,
+    lookup,
+    eval_dict,
+    encode,
+    eval_sts,
+    eval_senteval,
+    fit_post,
+    ditto_search,
+)
+
+app = typer.Typer(
+    name="defsent",
+    cls=DefsentGroup,
+    help="Sentence embeddings from dictionary definitions (DefSent+): build a dictionary, embed its entries, "
+    "train, select, encode and evaluate.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain Click help: wraps cleanly at any width, nothing cut with "..."
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"defsent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Sentence embeddings from dictionary definitions (DefSent+)."""
+
+
+for module in COMMAND_MODULES:
+    module.register(app)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,136 @@
+"""``defsent build-dict`` and ``defsent dict-stats``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..console import err_console, say
+from ..dictionary.build import BuildSettings, build_dictionary, default_sources, parse_fractions
+from ..dictionary.sources import DEFAULT_WORDNET_DIR, FORMATS
+from ..dictionary.stats import dictionary_stats
+from ..encoder.models import load_tokenizer
+from ..formats.dictionary import SPLITS, read_dictionary, write_dictionary
+from ..io import check_output
+from . import options as opt
+from .boundary import guard
+from .render import show, stats_table
+
+SourceFormat = opt.choices("SourceFormat", FORMATS)
+
+
+def build_dict(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dictionary JSONL to write.", show_default=False)],
+    sources: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="SOURCES",
+            help="Dictionary files (Oxford, TSV, DefSent+ CSV, JSONL) or WordNet folders.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[SourceFormat, typer.Option("--format", help="Format of the SOURCES files.")] = SourceFormat.auto,
+    wordnet: Annotated[
+        Path | None,
+        typer.Option(
+            "--wordnet", help=f"WordNet 3.0 database folder to add (default {DEFAULT_WORDNET_DIR} without SOURCES)."
+        ),
+    ] = None,
+    examples: Annotated[bool, typer.Option("--examples", help="Keep WordNet usage examples in the glosses.")] = False,
+    encoding: Annotated[
+        str, typer.Option("--encoding", help="Text encoding of the files (DefSent+ CSV: utf-16).")
+    ] = "utf-8",
+    lowercase: Annotated[bool, typer.Option("--lowercase", help="Lowercase entries.")] = False,
+    single_token: Annotated[
+        Path | None,
+        typer.Option("--single-token", help="Keep only entries that are one token for this model folder's tokenizer."),
+    ] = None,
+    min_definitions: Annotated[
+        int, typer.Option("--min-definitions", min=1, help="Keep entries with at least N definitions.")
+    ] = 1,
+    max_entries: Annotated[
+        int | None, typer.Option("--max-entries", min=1, help="Keep the first N entries (after filters).")
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option("--split", help="train,dev,test fractions by entry, e.g. 0.8,0.1,0.1 (default: all train)."),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option("--sample", min=1, help="Keep a seeded random sample of N entries, in order (after filters)."),
+    ] = None,
+    seed: opt.Seed = opt.SEED_DEFAULT,
+    stats: Annotated[bool, typer.Option("--stats", help="Print the dictionary statistics table (stderr).")] = False,
+    force: opt.Force = False,
+) -> None:
+    """Build a dictionary JSONL from WordNet and/or dictionary files (merged case-insensitively).
+
+    \b
+    Example:
+      defsent build-dict --wordnet /usr/share/wordnet --split 0.8,0.1,0.1 \\
+          -o dict.jsonl --stats
+    """
+    check_output(output, force)
+    _check_encoding(encoding)
+    settings = BuildSettings(
+        encoding=encoding,
+        include_examples=examples,
+        lowercase=lowercase,
+        tokenizer=load_tokenizer(single_token) if single_token is not None else None,
+        min_definitions=min_definitions,
+        sample=sample,
+        max_entries=max_entries,
+        fractions=parse_fractions(split) if split is not None else None,
+        seed=seed,
+    )
+    inputs = default_sources(wordnet, [(path, opt.value(fmt)) for path in sources or []])
+    entries = build_dictionary(inputs, settings)
+    write_dictionary(output, entries)
+    n_defs = sum(len(e.definitions) for e in entries)
+    names = sorted({s for e in entries for s in e.sources})
+    counts = {s: sum(e.split == s for e in entries) for s in SPLITS}
+    split_text = ", ".join(f"{s} {n:,}" for s, n in counts.items() if n)
+    say(f"wrote {len(entries):,} entries, {n_defs:,} definitions from {', '.join(names)} to {output} ({split_text})")
+    if stats:
+        err_console.print(stats_table(dictionary_stats(entries, settings.tokenizer), title=str(output)))
+
+
+def _check_encoding(encoding: str) -> None:
+    import codecs
+
+    from ..errors import DefsentError
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise DefsentError(f"unknown --encoding {encoding!r}; e.g. utf-8, utf-16, latin-1") from None
+
+
+def dict_stats(
+    path: Annotated[Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL.", show_default=False)],
+    tokenizer_dir: Annotated[
+        Path | None,
+        typer.Option("--tokenizer", help="Local model folder whose tokenizer measures definition lengths."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON on stdout.")] = False,
+) -> None:
+    """Show entries, definitions and token lengths per split of a dictionary (DefSent+ Table 1 view).
+
+    \b
+    Example:
+      defsent dict-stats dict.jsonl --tokenizer models/bert-base-uncased --json
+    """
+    tokenizer = load_tokenizer(tokenizer_dir) if tokenizer_dir is not None else None
+    stats = dictionary_stats(read_dictionary(path), tokenizer)
+    if as_json:
+        typer.echo(json.dumps(stats, indent=2))
+    else:
+        show(stats_table(stats, title=str(path)), to_stdout=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("build-dict")(guard(build_dict))
+    app.command("dict-stats")(guard(dict_stats))

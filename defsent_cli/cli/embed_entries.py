@@ -1,0 +1,67 @@
+"""``defsent embed-entries``: a dictionary and an encoder in, an HDF5 entry bank out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import distributed
+from ..console import say
+from ..encoder.models import load_model
+from ..formats.bank import KINDS, check_bank_path, write_bank
+from ..formats.dictionary import SPLITS, check_splits
+from ..io import check_output, sha256_file
+from ..training.entry_bank import build_bank
+from . import options as opt
+from .boundary import guard
+
+Kind = opt.choices("Kind", KINDS)
+
+
+def embed_entries(
+    dictionary: Annotated[
+        Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL (build-dict output).", show_default=False)
+    ],
+    model: opt.Model,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output bank (.h5).", show_default=False)],
+    kind: Annotated[
+        Kind, typer.Option("--kind", "-k", help="AC (mean of CLS states) or AMP (mean of mean-pooled states).")
+    ] = Kind.AMP,
+    splits: Annotated[
+        str, typer.Option("--splits", help="Comma-separated splits whose entries enter the bank.")
+    ] = ",".join(SPLITS),
+    batch_size: opt.BatchSize = 32,
+    max_length: opt.MaxLength = None,
+    device: opt.Device = "auto",
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """Embed every dictionary entry as the mean of its definitions' vectors (AC or AMP bank).
+
+    \b
+    Example:
+      defsent embed-entries dict.jsonl --model ckpt/ --kind AMP -o bank.h5
+
+    Under torchrun the processes share the definitions and rank 0 writes the bank.
+    """
+    check_output(check_bank_path(output), force)
+    wanted = check_splits(splits.split(","))
+    sha256_file(dictionary)  # a missing dictionary fails before the model loads
+    loaded = load_model(model, distributed.local_device(device))
+    with distributed.session(loaded.device):
+        bank = build_bank(
+            dictionary, loaded, opt.value(kind), wanted, batch_size, max_length, show_progress=show_progress, shard=True
+        )
+    if bank is None:  # not rank 0: rank 0 writes
+        return
+    write_bank(output, bank)
+    say(
+        f"wrote {output}: {len(bank)} entries x {bank.vectors.shape[1]} dims ({bank.kind}, "
+        f"{int(bank.counts.sum())} definitions)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("embed-entries")(guard(embed_entries))

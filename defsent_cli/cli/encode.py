@@ -1,0 +1,98 @@
+"""``defsent encode``: texts in, one vector per line out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import distributed
+from ..console import say
+from ..encoder.models import load_model
+from ..errors import DefsentError
+from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
+from ..io import check_output, read_texts
+from . import options as opt
+from .boundary import guard
+
+
+def encode_command(
+    model: opt.Model,
+    inputs: Annotated[
+        list[Path] | None, typer.Option("--input", "-i", help="Input file(s); default stdin. '-' is stdin.")
+    ] = None,
+    field: Annotated[
+        str | None, typer.Option("--field", help="Read JSONL and embed this string field of each object.")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Output file: .npy, .h5 or .jsonl (by suffix). Default: .npy on stdout."),
+    ] = None,
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 32,
+    max_length: opt.MaxLength = None,
+    normalize: Annotated[bool, typer.Option("--normalize/--no-normalize", help="L2-normalise each vector.")] = False,
+    skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
+    device: opt.Device = "auto",
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+    layers: opt.Layers = None,
+    template: opt.Template = None,
+    ditto_head: opt.DittoHead = None,
+    weighting: opt.WeightingOption = None,
+    idf_corpus: opt.IdfCorpus = None,
+    drop_tokens: opt.DropTokens = None,
+    post: opt.Post = None,
+    fit_on: opt.FitOn = None,
+    post_file: opt.PostFile = None,
+) -> None:
+    """Encode sentences (one per line) into float32 vectors, one row per line, in order.
+
+    \b
+    Examples:
+      defsent encode --model ckpt/ --pooling mean < sents.txt > vecs.npy
+      defsent encode -m ckpt/ --pooling ditto --ditto-head 1-10 \\
+          --post-file post.h5 -i sents.txt -o vecs.h5
+
+    Under torchrun the processes share the work and rank 0 writes the one output.
+    """
+    spec = opt.encode_spec(
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+    )
+    sources = [str(p) for p in inputs] if inputs else ["-"]
+    if sources.count("-") > 1:
+        raise DefsentError("stdin ('-') can be read only once; give it one --input -")
+    if sources == ["-"] and sys.stdin.isatty():
+        raise DefsentError("no input: pipe sentences into stdin or pass --input FILE")
+    if output is None and sys.stdout.isatty():
+        raise DefsentError("refusing to write binary .npy to a terminal; redirect stdout or pass -o FILE")
+    if output is not None:
+        vector_format(output)
+        check_output(output, force)
+    # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
+    from_stdin = distributed.active() and "-" in sources
+    texts: list[str] = []
+    if distributed.is_main() or not from_stdin:
+        texts = read_texts(sources, field=field, skip_blank=skip_blank)
+    loaded = load_model(model, distributed.local_device(device))
+    encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+    with distributed.session(loaded.device):
+        if from_stdin:
+            texts = distributed.broadcast_object(texts)
+        vectors = encoder(texts, normalize=normalize, shard=True)  # --normalize comes after the post-processing
+    if vectors is None:  # not rank 0: rank 0 writes
+        return
+    if output is None:
+        write_npy_stdout(vectors)
+    else:
+        attrs = {"model": str(model), "pooling": encoder.label, "normalized": normalize}
+        attrs["encoding"] = json.dumps(encoder.describe())
+        write_vectors(output, vectors, texts=texts, attrs=attrs)
+    say(f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("encode")(guard(encode_command))

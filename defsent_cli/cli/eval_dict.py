@@ -1,0 +1,62 @@
+"""``defsent eval-dict``: reverse-dictionary MRR and top-k on a dictionary split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..console import err_console
+from ..evaluation.reverse_dict import evaluate, load_bank_for, load_query_encoder
+from ..io import check_output, write_json
+from . import options as opt
+from .boundary import guard
+from .lookup import CheckpointModel, QueryPooling
+from .render import reverse_dictionary_table, show
+
+
+def eval_dict_command(
+    dictionary: Annotated[
+        Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL the bank was built from.", show_default=False)
+    ],
+    model: CheckpointModel,
+    bank: Annotated[
+        Path, typer.Option("--bank", help="Entry bank (.h5) whose entries are the candidates.", show_default=False)
+    ],
+    split: Annotated[opt.Split, typer.Option("--split", help="Whose definitions are the queries.")] = opt.Split.test,
+    limit: opt.Limit = None,
+    seed: opt.Seed = opt.SEED_DEFAULT,
+    output: opt.ResultsOutput = None,
+    pooling: QueryPooling = None,
+    batch_size: opt.BatchSize = 32,
+    device: opt.Device = "auto",
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """Reverse-dictionary accuracy: MRR and top-1/3/10 of each definition's entry among all bank entries.
+
+    \b
+    Example:
+      defsent eval-dict dict.jsonl --split test --model ckpt/ --bank bank.h5 \\
+          -o dict-test.json
+    """
+    if output is not None:
+        check_output(output, force)
+    entries = load_bank_for(dictionary, bank)
+    encoder = load_query_encoder(model, entries, opt.value(pooling), device)
+    metrics = evaluate(dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed)
+    result = {"task": "reverse-dictionary", "model": str(model), "bank": str(bank), "dictionary": str(dictionary)}
+    result["pooling"] = encoder.pooling.name
+    result["head"] = encoder.head.mode_description
+    result.update(metrics)
+    table = reverse_dictionary_table(metrics, len(entries))
+    if output is not None:
+        write_json(output, result)
+        err_console.print(table)
+    else:
+        show(table, to_stdout=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval-dict")(guard(eval_dict_command))

@@ -1,0 +1,116 @@
+"""``defsent eval-sts``: unsupervised STS on local SentEval data."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..encoder.models import load_model
+from ..evaluation.correlations import AGGREGATIONS
+from ..evaluation.sts import BACKENDS, check_options, evaluate_sts
+from ..evaluation.sts_data import LAYOUTS, load_sts_tasks
+from ..evaluation.sts_data import SPLITS as STS_SPLITS
+from . import options as opt
+from .boundary import guard
+from .render import sts_table
+from .results import check_results_output, finish
+
+StsSplit = opt.choices("StsSplit", STS_SPLITS)
+
+Aggregation = opt.choices("Aggregation", AGGREGATIONS)
+
+Scorer = opt.choices("Scorer", BACKENDS)
+
+Layout = opt.choices("Layout", LAYOUTS)
+
+
+def eval_sts(
+    model: opt.Model,
+    data: opt.Data = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(
+            "--tasks",
+            "-t",
+            help="Comma-separated: STS12,STS13,STS14,STS15,STS16,STS-B,SICK-R (default: all with --split).",
+        ),
+    ] = None,
+    split: Annotated[
+        StsSplit, typer.Option("--split", help="test (all tasks), dev or train (STS-B and SICK-R only).")
+    ] = StsSplit.test,
+    aggregation: Annotated[
+        Aggregation,
+        typer.Option(
+            "--aggregation",
+            "-a",
+            help="STS12-16: all = subsets concatenated, one correlation (SimCSE / DefSent / DefSent+); mean / wmean "
+            "= SentEval's per-subset average / size-weighted average.",
+        ),
+    ] = Aggregation.all,
+    pooling: opt.Pooling = None,
+    backend: Annotated[
+        Scorer,
+        typer.Option("--backend", help="native, or mteb (mteb's own STS evaluator on the same local pairs)."),
+    ] = Scorer.native,
+    layout: Annotated[
+        Layout,
+        typer.Option(
+            "--layout",
+            help="STS12-16 files: auto (SentEval STS.input.* if present, else the original STS2016.input.*), "
+            "senteval, or semeval (prefer the original untokenised files where a folder has them).",
+        ),
+    ] = Layout.auto,
+    batch_size: opt.BatchSize = 32,
+    max_length: opt.MaxLength = None,
+    device: opt.Device = "auto",
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seeds torch (STS scoring has no randomness).")
+    ] = opt.SEED_DEFAULT,
+    output: opt.ResultsOutput = None,
+    force: opt.Force = False,
+    show_progress: opt.Progress = None,
+    layers: opt.Layers = None,
+    template: opt.Template = None,
+    ditto_head: opt.DittoHead = None,
+    weighting: opt.WeightingOption = None,
+    idf_corpus: opt.IdfCorpus = None,
+    drop_tokens: opt.DropTokens = None,
+    post: opt.Post = None,
+    fit_on: opt.FitOn = None,
+    post_file: opt.PostFile = None,
+) -> None:
+    """Unsupervised STS: Spearman x100 of cosine similarity vs gold on STS12-16, STS-B and SICK-R.
+
+    \b
+    Examples:
+      defsent eval-sts --model ckpt/ --pooling mean -d ../shared/data -o sts.json
+      defsent eval-sts -m ckpt/ --pooling prompt-avg --template T4 \\
+          --weighting idf --post quantile
+    """
+    import torch
+
+    spec = opt.encode_spec(
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+    )
+    check_results_output(output, force)
+    check_options(opt.value(aggregation), opt.value(backend))
+    loaded_tasks = load_sts_tasks(data, tasks, opt.value(split), opt.value(layout))  # before the model loads
+    torch.manual_seed(seed)
+    loaded = load_model(model, device)
+    encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+    result = evaluate_sts(
+        encoder,
+        data,
+        loaded_tasks,
+        split=opt.value(split),
+        aggregation=opt.value(aggregation),
+        layout=opt.value(layout),
+        backend=opt.value(backend),
+    )
+    result["seed"] = seed
+    finish(result, sts_table(result), output)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval-sts")(guard(eval_sts))

@@ -1,0 +1,110 @@
+"""``defsent ica``: FastICA (DefSent+) or PCA whitening of a bank, or a change of its scale."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..console import say
+from ..errors import DefsentError
+from ..formats.bank import check_bank_path, read_bank, write_bank
+from ..io import check_output
+from ..space.transforms import DTYPES, FUNS, METHODS, WHITEN_MODES, IcaSettings, rescale_bank, transform_bank
+from . import options as opt
+from .boundary import guard
+
+Method = opt.choices("Method", METHODS)
+
+WhitenMode = opt.choices("WhitenMode", WHITEN_MODES)
+
+Fun = opt.choices("Fun", FUNS)
+
+Dtype = opt.choices("Dtype", DTYPES)
+
+
+def ica(
+    bank_path: Annotated[
+        Path, typer.Argument(metavar="BANK", help="Input bank (.h5, embed-entries output).", show_default=False)
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output bank (.h5).", show_default=False)],
+    method: Annotated[
+        Method, typer.Option("--method", help="ica (FastICA, DefSent+) or whiten (PCA whitening, Su et al. 2021).")
+    ] = Method.ica,
+    scale: Annotated[
+        float, typer.Option("--scale", help="Multiply the transformed vectors by this (DefSent+: 100).")
+    ] = 100.0,
+    rescale: Annotated[
+        bool,
+        typer.Option(
+            "--rescale", help="The input is already an ica/whiten bank: change its scale to --scale without fitting."
+        ),
+    ] = False,
+    n_components: Annotated[
+        int | None, typer.Option("--n-components", min=1, help="Components to keep (default: all d).")
+    ] = None,
+    whiten: Annotated[
+        WhitenMode, typer.Option("--whiten", help="FastICA whiten: unit-variance or arbitrary-variance.")
+    ] = WhitenMode.unit_variance,
+    fun: Annotated[Fun, typer.Option("--fun", help="FastICA nonlinearity.")] = Fun.logcosh,
+    tol: Annotated[float, typer.Option("--tol", min=0.0, help="FastICA convergence tolerance.")] = 1e-4,
+    max_iter: Annotated[int, typer.Option("--max-iter", min=1, help="FastICA iteration limit.")] = 1000,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, max=2**32 - 1, help="FastICA random_state (its starting unmixing matrix).")
+    ] = opt.SEED_DEFAULT,
+    standardize: Annotated[
+        bool | None,
+        typer.Option(
+            "--standardize/--no-standardize",
+            help="StandardScaler per dimension first (default: on for ica, off for whiten).",
+            show_default=False,
+        ),
+    ] = None,
+    dtype: Annotated[Dtype, typer.Option("--dtype", help="Compute in float32 (DefSent+) or float64.")] = Dtype.float32,
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """Transform a bank's vectors by FastICA (DefSent+ settings) or PCA whitening; entries and provenance kept.
+
+    \b
+    Examples:
+      defsent ica bank.h5 -o bank-ica.h5
+      defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5   # no refit
+    """
+    if not (math.isfinite(scale) and scale != 0):
+        raise DefsentError(f"--scale must be a finite non-zero number, got {scale}")
+    if not math.isfinite(tol):
+        raise DefsentError(f"--tol must be finite, got {tol}")
+    check_output(check_bank_path(output), force)
+    bank = read_bank(bank_path)
+    try:
+        if rescale:
+            new = rescale_bank(bank, scale, source=bank_path)
+            done = f"rescaled x{new.attrs['transform_rescaled_from']:g} -> x{scale:g}"
+        else:
+            settings = IcaSettings(n_components, opt.value(whiten), opt.value(fun), tol, max_iter, seed)
+            say(f"{opt.value(method)} of {len(bank):,} x {bank.vectors.shape[1]} from {bank_path}")
+            new, result = transform_bank(
+                bank,
+                opt.value(method),
+                source=bank_path,
+                settings=settings,
+                scale=scale,
+                standardize_first=standardize,
+                dtype=opt.value(dtype),
+                show_progress=show_progress,
+            )
+            converged = (
+                f", converged in {result.n_iter} iterations" if method == Method.ica and result.converged else ""
+            )
+            done = f"{opt.value(method)} x{scale:g}{converged}, {result.seconds:.1f}s"
+    except DefsentError as exc:
+        raise DefsentError(str(exc), path=bank_path) from None
+    write_bank(output, new)
+    say(f"wrote {output}: {len(new):,} entries x {new.vectors.shape[1]} dims ({done})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ica")(guard(ica))

@@ -1,0 +1,76 @@
+"""``defsent lookup``: the reverse dictionary, definition in, entries out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import DefsentError
+from ..evaluation.reverse_dict import load_bank_for, load_query_encoder, top_k
+from ..io import read_texts
+from . import options as opt
+from .boundary import guard
+
+QueryPooling = Annotated[
+    opt.PoolingName | None,
+    typer.Option("--pooling", "-p", help="Override the query pooling (default: the training one)."),
+]
+CheckpointModel = Annotated[
+    Path,
+    typer.Option(
+        "--model", "-m", help="A defsent checkpoint (its trained head is used) or any model.", show_default=False
+    ),
+]
+
+
+def lookup_command(
+    model: CheckpointModel,
+    bank: Annotated[
+        Path, typer.Option("--bank", help="Entry bank (.h5) whose entries are the candidates.", show_default=False)
+    ],
+    queries: Annotated[
+        list[str] | None, typer.Argument(metavar="QUERIES", help="Definitions to look up; none: one per line on stdin.")
+    ] = None,
+    k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Entries to show per query.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query on stdout.")] = False,
+    pooling: QueryPooling = None,
+    batch_size: opt.BatchSize = 32,
+    device: opt.Device = "auto",
+) -> None:
+    """Reverse dictionary: print the entries whose bank vectors best match each definition.
+
+    \b
+    Example:
+      defsent lookup --model ckpt/ --bank bank.h5 "a long-necked African animal"
+    """
+    if queries:
+        for number, query in enumerate(queries, 1):
+            if not query.strip():
+                raise DefsentError(f"query {number} is blank; give a definition to look up")
+    else:
+        if sys.stdin.isatty():
+            raise DefsentError("no query: pass definitions as arguments or one per line on stdin")
+        queries = read_texts(["-"], skip_blank=True)
+        if not queries:
+            raise DefsentError("no query on stdin (only blank lines or nothing)")
+    entries = load_bank_for(None, bank)
+    encoder = load_query_encoder(model, entries, opt.value(pooling), device)
+    vectors = encoder.encode(queries, batch_size)
+    indices, scores = top_k(vectors, entries, k)
+    for query, rows, values in zip(queries, indices, scores, strict=True):
+        hits = [{"entry": entries.entries[i], "score": round(float(s), 4)} for i, s in zip(rows, values, strict=True)]
+        if as_json:
+            sys.stdout.write(json.dumps({"query": query, "results": hits}, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(f"{query}\n")
+            for rank, hit in enumerate(hits, 1):
+                sys.stdout.write(f"  {rank:>2}. {hit['entry']}\t{hit['score']:.4f}\n")
+    sys.stdout.flush()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("lookup")(guard(lookup_command))

@@ -1,0 +1,179 @@
+"""Every option shared by several commands, declared once (named as sentence-transformers names them).
+
+A command writes ``model: options.Model`` (required) or ``pooling: options.Pooling = None``; choices
+are Enums, so Click validates them (and lists them in ``--help``) before any work starts.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..encoder.pooling import POOLINGS
+from ..formats.dictionary import SPLITS
+from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
+
+
+def value(choice: Any) -> Any:
+    """The plain value of an Enum choice (None and plain values pass through)."""
+    return choice.value if isinstance(choice, Enum) else choice
+
+
+def choices(name: str, values) -> type[Enum]:
+    """A str Enum of the library's own tuple of choices (so the command line never lists them again)."""
+    return Enum(name, {str(v).replace("-", "_"): str(v) for v in values}, type=str)
+
+
+PoolingName = choices("PoolingName", POOLINGS)
+TrainPooling = choices("TrainPooling", TRAIN_POOLINGS)
+Split = choices("Split", SPLITS)
+Weighting = choices("Weighting", ("idf", "none"))
+
+
+# ---------------------------------------------------------------- models and devices
+
+Model = Annotated[
+    Path,
+    typer.Option(
+        "--model",
+        "-m",
+        "--encoder",
+        help="Local model folder: transformers, sentence-transformers or a defsent checkpoint "
+        "(--encoder is the old name).",
+        show_default=False,
+    ),
+]
+Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
+BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Texts per forward pass.")]
+MaxLength = Annotated[
+    int | None,
+    typer.Option("--max-length", min=2, help="Truncate inputs to this many tokens (default: the model's limit)."),
+]
+Progress = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Progress bars on stderr (default on; DEFSENT_NO_PROGRESS=1 turns them off).",
+        show_default=False,
+    ),
+]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")]
+Seed = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Random seed.")]
+SEED_DEFAULT = DEFAULT_SEED
+Data = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        "-d",
+        envvar="DEFSENT_DATA",
+        help="SentEval data folder (its 'downstream' folder or a parent such as senteval/).",
+        show_default=False,
+    ),
+]
+ResultsOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "--output", "-o", help="Write the results JSON here (the table then goes to stderr).", show_default=False
+    ),
+]
+Limit = Annotated[
+    int | None,
+    typer.Option("--limit", min=1, help="Use a seeded random sample (--seed) of this many definitions."),
+]
+Bank = Annotated[Path, typer.Option("--bank", help="Entry bank (.h5).", show_default=False)]
+
+# ---------------------------------------------------------------- pooling and the training-free toolbox
+
+Pooling = Annotated[
+    PoolingName | None,
+    typer.Option(
+        "--pooling",
+        "-p",
+        help="Default: the model folder's own (sentence-transformers or defsent config), else mean.",
+        show_default=False,
+    ),
+]
+Layers = Annotated[
+    str | None,
+    typer.Option(
+        "--layers",
+        help="Average these hidden_states before pooling: indices (0 = embedding output, L = last layer, "
+        "negative from the end), first-last (= 0 and L; --layers 1,L is the fixed-SimCSE variant) or last.",
+    ),
+]
+Template = Annotated[
+    str | None,
+    typer.Option(
+        "--template",
+        help="Prompt template for prompt / prompt-avg: defsent (default), T0-T4, or your own with [X] and [MASK] "
+        "(several masks are averaged).",
+    ),
+]
+DittoHead = Annotated[
+    str | None,
+    typer.Option(
+        "--ditto-head",
+        help="Ditto's attention head LAYER-HEAD, 1-based (default 1-10; defsent ditto-search finds a model's best).",
+    ),
+]
+WeightingOption = Annotated[
+    Weighting | None,
+    typer.Option("--weighting", help="idf: weight tokens by log(N/df), rescaled to sum to 1 per text."),
+]
+IdfCorpus = Annotated[
+    Path | None,
+    typer.Option("--idf-corpus", help="Lines to count df on (default: the encoded texts, the 'target' setting)."),
+]
+DropTokens = Annotated[
+    str | None,
+    typer.Option(
+        "--drop-tokens",
+        help="biases: leave out PromptBERT's 36 frequent tokens, punctuation and subword pieces when pooling "
+        "(or a comma list of frequent, punctuation, subword).",
+    ),
+]
+Post = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--post",
+        help="Post-processing, in order (repeat or comma-separate): zscore, quantile[:normal], whiten, "
+        "whiten-k:K, abtt:D, l2. Fitted on --fit-on, else on the encoded texts (the 'target' setting).",
+    ),
+]
+FitOn = Annotated[Path | None, typer.Option("--fit-on", help="Fit --post on the sentences of this file.")]
+PostFile = Annotated[
+    Path | None, typer.Option("--post-file", help="Apply a chain fitted by defsent fit-post (instead of --post).")
+]
+
+
+def encode_spec(
+    pooling=None,
+    layers=None,
+    template=None,
+    ditto_head=None,
+    weighting=None,
+    idf_corpus=None,
+    drop_tokens=None,
+    post=None,
+    fit_on=None,
+    post_file=None,
+):
+    """The pooling and toolbox options of a command, checked, as one EncodeSpec."""
+    from ..encoder.spec import EncodeSpec
+
+    spec = EncodeSpec(
+        value(pooling),
+        layers,
+        template,
+        ditto_head,
+        value(weighting),
+        idf_corpus,
+        drop_tokens,
+        tuple(post or ()),
+        fit_on,
+        post_file,
+    )
+    return spec.check()

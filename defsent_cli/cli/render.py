@@ -1,0 +1,165 @@
+"""Tables for people (stderr, or stdout when the table is the command's output). The library returns
+data; only the command line turns it into rich tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..console import err_console
+from ..evaluation.sts_data import STS_YEARS
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def show(renderable, to_stdout: bool) -> None:
+    """Tables go to stdout when no ``-o`` was given (the table is the output), else to stderr."""
+    (Console(highlight=False) if to_stdout else err_console).print(renderable)
+
+
+def render_table(title: str, columns: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], caption: str = ""):
+    """A title line, a rich table (one header row of task names, then labelled rows) and caption lines."""
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("", style="bold")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for label, cells in rows:
+        table.add_row(label, *cells)
+    parts = [Text(title, style="bold"), table]
+    parts.extend(Text(line, style="dim") for line in caption.splitlines() if line)
+    return Group(*parts)
+
+
+def sts_table(result: dict):
+    """The papers' table: STS12 ... SICK-R, Avg.; Spearman, Pearson and pair counts."""
+    tasks = result["tasks"]
+    columns = [*tasks, "Avg."]
+    spearman = [fmt(t["spearman"]) for t in tasks.values()] + [fmt(result["average"]["spearman"])]
+    pearson = [fmt(t["pearson"]) for t in tasks.values()] + [fmt(result["average"]["pearson"])]
+    pairs = []
+    for t in tasks.values():
+        cell = f"{t['n']:,}"
+        if not t["complete"]:
+            expected = f"/{t['expected_n']:,}" if t["expected_n"] else ""
+            cell = f"[yellow]{cell}{expected}![/yellow]"
+        pairs.append(cell)
+    pairs.append(f"{sum(t['n'] for t in tasks.values()):,}")
+    has_years = any(name in STS_YEARS for name in tasks)
+    title = f"STS ({result['split']}): Spearman x100 of cosine similarity vs gold"
+    caption = []
+    if has_years:
+        caption.append(f"STS12-16 aggregation: {result['aggregation']} = {result['aggregation_meaning']}")
+    caption.append(f"model {result['model']}")
+    caption.append(f"pooling {result['pooling']} | backend {result['backend']} | {result['seconds']:.0f} s")
+    rows = [("Spearman", spearman), ("Pearson", pearson), ("pairs", pairs)]
+    return render_table(title, columns, rows, "\n".join(caption))
+
+
+def senteval_table(result: dict):
+    """The papers' table: MR ... MRPC, Avg. (test accuracy), with dev accuracy, MRPC F1 and sizes."""
+    tasks = result["tasks"]
+    columns = [*tasks, "Avg."]
+    acc = [fmt(t["acc"]) for t in tasks.values()] + [fmt(result["average"]["acc"])]
+    dev = [fmt(t["devacc"]) for t in tasks.values()] + [""]
+    f1 = [fmt(t["f1"]) if "f1" in t else "" for t in tasks.values()] + [""]
+    sizes = [
+        f"{t['ndev']:,}/{t['ntest']:,}" if t["protocol"] != "inner-kfold" else f"{t['ntest']:,} (cv)"
+        for t in tasks.values()
+    ] + [""]
+    rows = [("test acc", acc), ("dev acc", dev)]
+    if any("f1" in t for t in tasks.values()):
+        rows.append(("F1", f1))
+    rows.append(("train|dev/test", sizes))
+    cls = result["classifier"]
+    title = "SentEval transfer: test accuracy x100 of a logistic-regression probe on frozen features"
+    caption = "\n".join(
+        [
+            f"config {result['config']}: kfold {cls['kfold']}, {cls['optim']}, batch {cls['batch_size']}, "
+            f"tenacity {cls['tenacity']}, epoch_size {cls['epoch_size']}; seed {result['seed']}; "
+            f"MRPC features {result['mrpc_features']}",
+            f"model {result['model']}",
+            f"pooling {result['pooling']} | {result['seconds']:.0f} s",
+        ]
+    )
+    return render_table(title, columns, rows, caption)
+
+
+def stats_table(stats: dict[str, dict], title: str = "dictionary"):
+    """A rich table of :func:`dictionary_stats` output."""
+    table = Table(title=title)
+    with_tokens = any("max_tokens" in row for row in stats.values())
+    table.add_column("split")
+    table.add_column("entries", justify="right")
+    table.add_column("definitions", justify="right")
+    table.add_column("defs/entry", justify="right")
+    if with_tokens:
+        table.add_column("max tokens", justify="right")
+        table.add_column("median tokens", justify="right")
+    for split, row in stats.items():
+        per = row["definitions"] / row["entries"] if row["entries"] else 0.0
+        cells = [split, f"{row['entries']:,}", f"{row['definitions']:,}", f"{per:.2f}"]
+        if with_tokens:
+            cells += [str(row.get("max_tokens")), str(row.get("median_tokens"))]
+        if split == "total":
+            table.add_section()
+        table.add_row(*cells)
+    return table
+
+
+def reverse_dictionary_table(metrics: dict, n_entries: int):
+    table = Table(
+        title=f"reverse dictionary, {metrics['split']} split ({metrics['n']:,} definitions, {n_entries:,} entries)"
+    )
+    for name in ("MRR", "top-1", "top-3", "top-10", "median rank"):
+        table.add_column(name, justify="right")
+    table.add_row(
+        f"{metrics['mrr']:.4f}",
+        f"{metrics['top1']:.4f}",
+        f"{metrics['top3']:.4f}",
+        f"{metrics['top10']:.4f}",
+        f"{metrics['median_rank']:g}",
+    )
+    return table
+
+
+def ranking_table(ranking: list[dict], criterion: str, meaning: str):
+    table = Table(title=f"select-best by {criterion}: {meaning}")
+    for name in ("rank", "checkpoint", "seed", "score"):
+        table.add_column(name, justify="left" if name == "checkpoint" else "right")
+    for row in ranking:
+        table.add_row(str(row["rank"]), row["path"], str(row["seed"]), f"{row['score']:.2f}")
+    return table
+
+
+def _figure(value: float | int | None) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
+        return f"{value:.3e}"
+    return f"{value:.4f}"
+
+
+def inspect_table(reports: list[dict]):
+    """One column per space: the isotropy figures of ``space_report``."""
+    from pathlib import Path
+
+    from rich.markup import escape
+
+    from ..space.isotropy import FIGURES
+
+    table = Table(title="entry-space figures", title_justify="left")
+    table.add_column("figure", no_wrap=True)
+    for number, report in enumerate(reports, start=1):
+        table.add_column(f"{number}: {escape(Path(report['path']).name)}", justify="right", overflow="fold")
+    labels = {"n": "vectors", "d": "dimensions", **FIGURES, "pairs": "pairs for the cosine"}
+    for key, label in labels.items():
+        table.add_row(label, *(_figure(r[key]) for r in reports))
+    return table

@@ -1,0 +1,132 @@
+"""``defsent train``: one PST step of DefSent+ on a dictionary against a frozen bank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import distributed
+from ..console import say
+from ..encoder.head import POOLER_MODES
+from ..training.config import BANK_DTYPES, BATCHINGS, TrainConfig
+from ..training.trainer import train
+from . import options as opt
+from .boundary import guard
+
+Pooler = opt.choices("Pooler", POOLER_MODES)
+
+Batching = opt.choices("Batching", BATCHINGS)
+
+BankDtype = opt.choices("BankDtype", BANK_DTYPES)
+
+
+def train_command(
+    dictionary: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DICTIONARY", help="Dictionary JSONL; its train split is trained on.", show_default=False
+        ),
+    ],
+    bank: Annotated[
+        Path, typer.Option("--bank", help="Entry bank (.h5) built from exactly this dictionary.", show_default=False)
+    ],
+    model: opt.Model,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)],
+    pooling: Annotated[
+        opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling before the head, in training.")
+    ] = opt.TrainPooling.cls,
+    inference_pooling: Annotated[
+        opt.PoolingName | None,
+        typer.Option("--inference-pooling", help="Pooling the checkpoint uses for encode/eval (default: --pooling)."),
+    ] = None,
+    pooler: Annotated[
+        Pooler,
+        typer.Option(
+            "--pooler",
+            help="Head between pooling and bank: keep (the model's dense+tanh pooler; BERT default), mlm-dense (MLM "
+            "head dense + GELU; RoBERTa default), none (no head), linear (the pooler dense reset to the identity, no "
+            "activation: for untrained poolers and ICA banks), auto.",
+        ),
+    ] = Pooler.auto,
+    lr: Annotated[float, typer.Option("--lr", help="Peak learning rate.")] = 2e-5,
+    head_lr: Annotated[
+        float | None, typer.Option("--head-lr", help="Peak learning rate of the head's dense layer (default: --lr).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Definitions per step.")] = 32,
+    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training definitions.")] = 1,
+    warmup_ratio: Annotated[
+        float, typer.Option("--warmup-ratio", help="Share of steps for linear warm-up (DefSent: 0.1).")
+    ] = 0.0,
+    weight_decay: Annotated[float, typer.Option("--weight-decay", help="AdamW weight decay.")] = 0.0,
+    adam_eps: Annotated[float, typer.Option("--adam-eps", help="AdamW epsilon.")] = 1e-6,
+    max_grad_norm: Annotated[float, typer.Option("--max-grad-norm", help="Gradient clipping norm.")] = 1.0,
+    seed: opt.Seed = opt.SEED_DEFAULT,
+    max_length: opt.MaxLength = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps (smoke runs).")
+    ] = None,
+    limit: opt.Limit = None,
+    batching: Annotated[
+        Batching, typer.Option("--batching", help="bucket (length buckets, little padding) or random.")
+    ] = Batching.bucket,
+    save_every: Annotated[
+        int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")
+    ] = 500,
+    log_every: Annotated[
+        int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")
+    ] = 20,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")] = False,
+    bank_dtype: Annotated[
+        BankDtype,
+        typer.Option(
+            "--bank-dtype",
+            help="How the frozen bank is held: float16 halves its memory in every process (the loss stays float32).",
+        ),
+    ] = BankDtype.float32,
+    device: opt.Device = "auto",
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """Train a fresh copy of MODEL to map definitions onto their entries' bank vectors (one PST step).
+
+    \b
+    Example:
+      defsent train dict.jsonl --bank bank.h5 --model BASE --pooling cls \\
+          --lr 5e-5 --seed 1 -o ckpt-1/
+
+    Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.
+    """
+    config = TrainConfig(
+        pooling=opt.value(pooling),
+        pooler=opt.value(pooler),
+        inference_pooling=opt.value(inference_pooling),
+        lr=lr,
+        head_lr=head_lr,
+        batch_size=batch_size,
+        epochs=epochs,
+        warmup_ratio=warmup_ratio,
+        weight_decay=weight_decay,
+        adam_eps=adam_eps,
+        max_grad_norm=max_grad_norm,
+        seed=seed,
+        max_length=max_length,
+        max_steps=max_steps,
+        limit=limit,
+        batching=opt.value(batching),
+        save_every=save_every,
+        log_every=log_every,
+        device=device,
+        bank_dtype=opt.value(bank_dtype),
+    ).validate()
+    info = train(dictionary, bank, model, output, config, resume=resume, force=force, show_progress=show_progress)
+    if distributed.is_main():
+        say(
+            f"wrote {output}: {info['steps']} steps, final loss {info['final_loss']}, "
+            f"{info['definitions_per_second']} definitions/s"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(guard(train_command))

@@ -1,1 +1,0 @@
-"""One module per group of subcommands; each registers itself on the app."""

@@ -1,0 +1,204 @@
+"""Build a dictionary: merge the sources' pairs into entries, filter, sample, split by entry.
+
+:func:`build_dictionary` is the whole ``defsent build-dict`` pipeline; the pieces are public for
+other pipelines. DefSent+'s datasets: "a" = :func:`merge` of WordNet and Oxford; "c" = "a" after
+:func:`single_token`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import DefsentError
+from ..formats.dictionary import Entry
+from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
+
+
+def merge(items: Iterable[Item], lowercase: bool = False) -> list[Entry]:
+    """Combine pairs / entries into one entry per headword (DefSent+ dataset "a").
+
+    Entries match case-insensitively (``casefold`` after whitespace normalisation) and keep the
+    first spelling seen (``lowercase=True`` lowercases them). Definitions are whitespace-normalised,
+    empty ones dropped, duplicates dropped, first-seen order kept. Sources are recorded once each,
+    in order. An :class:`Entry` input keeps its split for a new headword (pairs give ``train``).
+    """
+    merged: dict[str, Entry] = {}
+    seen_definitions: dict[str, set[str]] = {}
+    for item in items:
+        if isinstance(item, Entry):
+            name, definitions, sources, split = item.entry, item.definitions, item.sources, item.split
+        else:
+            name, definition, source = item
+            definitions, sources, split = [definition], [source], "train"
+        name = normalize_space(name)
+        if lowercase:
+            name = name.lower()
+        if not name:
+            continue
+        key = name.casefold()
+        target = merged.get(key)
+        if target is None:
+            target = merged[key] = Entry(name, [], [], split)
+            seen_definitions[key] = set()
+        seen = seen_definitions[key]
+        for definition in definitions:
+            definition = normalize_space(definition)
+            if definition and definition not in seen:
+                seen.add(definition)
+                target.definitions.append(definition)
+        for source in sources:
+            if source not in target.sources:
+                target.sources.append(source)
+    return [entry for entry in merged.values() if entry.definitions]
+
+
+def _is_space_prefixed(tokenizer: Any) -> bool:
+    """True for byte-level BPE tokenizers (RoBERTa, GPT-2) where a word-initial token carries the space."""
+    try:
+        return tokenizer.tokenize(" x") != tokenizer.tokenize("x")
+    except Exception:  # pragma: no cover - exotic tokenizers
+        return False
+
+
+def single_token(entries: Iterable[Entry], tokenizer: Any, batch_size: int = 4096) -> list[Entry]:
+    """Keep the entries that are exactly one known token for ``tokenizer`` (DefSent+ dataset "c").
+
+    No special tokens are added. For tokenizers where a leading space changes the token
+    (RoBERTa-style byte-level BPE) the entry is tokenized as ``" " + entry``, as DefSent's
+    ``add_prefix_space``. An entry that maps to the unknown token is dropped.
+    """
+    entries = list(entries)
+    prefix = " " if _is_space_prefixed(tokenizer) else ""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    kept: list[Entry] = []
+    for start in range(0, len(entries), batch_size):
+        chunk = entries[start : start + batch_size]
+        encoded = tokenizer([prefix + e.entry for e in chunk], add_special_tokens=False, verbose=False)["input_ids"]
+        kept.extend(e for e, ids in zip(chunk, encoded, strict=True) if len(ids) == 1 and ids[0] != unk)
+    return kept
+
+
+def min_definitions(entries: Iterable[Entry], n: int) -> list[Entry]:
+    """Keep entries with at least ``n`` definitions."""
+    return [e for e in entries if len(e.definitions) >= n]
+
+
+def max_entries(entries: Iterable[Entry], n: int | None) -> list[Entry]:
+    """Keep the first ``n`` entries (all when ``n`` is None)."""
+    entries = list(entries)
+    if n is None:
+        return entries
+    if n < 1:
+        raise DefsentError(f"--max-entries must be at least 1, got {n}")
+    return entries[:n]
+
+
+def sample_entries(entries: Iterable[Entry], n: int | None, seed: int = 42) -> list[Entry]:
+    """A seeded random sample of ``n`` entries, kept in their original order (all when ``n`` is None)."""
+    entries = list(entries)
+    if n is None or n >= len(entries):
+        return entries
+    if n < 1:
+        raise DefsentError(f"--sample must be at least 1, got {n}")
+    keep = sorted(random.Random(seed).sample(range(len(entries)), n))
+    return [entries[i] for i in keep]
+
+
+# --------------------------------------------------------------------------- splits
+
+
+def parse_fractions(text: str | Sequence[float]) -> tuple[float, float, float]:
+    """Validate ``"0.8,0.1,0.1"`` (or a sequence): three non-negative numbers summing to 1."""
+    if isinstance(text, str):
+        try:
+            values = [float(x) for x in text.split(",")]
+        except ValueError:
+            raise DefsentError(f"--split must be three numbers like 0.8,0.1,0.1, got {text!r}") from None
+    else:
+        values = [float(x) for x in text]
+    if len(values) != 3 or any(not v >= 0 for v in values) or abs(sum(values) - 1.0) > 1e-6:
+        raise DefsentError(f"--split must be three non-negative fractions (train,dev,test) summing to 1, got {text!r}")
+    return values[0], values[1], values[2]
+
+
+def split_of(entry: str, fractions: Sequence[float], seed: int) -> str:
+    """The split of one entry: SHA-256 of ``(seed, casefolded entry)`` mapped to [0, 1) and cut by the fractions.
+
+    Hashing (rather than shuffling) makes an entry's split depend only on the seed and the entry
+    itself, so adding or removing other entries never moves it; the split sizes follow the
+    fractions approximately (binomially), not exactly.
+    """
+    digest = hashlib.sha256(f"{seed}\0{normalize_space(entry).casefold()}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2.0**64
+    train, dev, _ = fractions
+    if u < train:
+        return "train"
+    if u < train + dev:
+        return "dev"
+    return "test"
+
+
+def assign_splits(
+    entries: Iterable[Entry], fractions: Sequence[float] | str = (1.0, 0.0, 0.0), seed: int = 42
+) -> list[Entry]:
+    """Return copies of ``entries`` with ``split`` assigned by entry (see :func:`split_of`).
+
+    The default gives every entry ``train`` (DefSent+ trains on the whole dictionary).
+    """
+    fractions = parse_fractions(fractions)
+    return [dataclasses.replace(e, split=split_of(e.entry, fractions, seed)) for e in entries]
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+@dataclasses.dataclass
+class BuildSettings:
+    """Every build-dict option after the sources, in the order they apply."""
+
+    encoding: str = "utf-8"
+    include_examples: bool = False
+    lowercase: bool = False
+    tokenizer: Any = None  # --single-token: keep entries that are one token for it
+    min_definitions: int = 1
+    sample: int | None = None
+    max_entries: int | None = None
+    fractions: tuple[float, float, float] | None = None  # --split
+    seed: int = 42
+
+
+def default_sources(wordnet: Path | None, sources: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """``(path, format)`` inputs: --wordnet first, then the files; nothing given = the system WordNet."""
+    inputs = list(sources)
+    if wordnet is not None:
+        inputs.insert(0, (Path(wordnet), "wordnet"))
+    if not inputs:
+        if not DEFAULT_WORDNET_DIR.is_dir():
+            raise DefsentError(f"no sources given and {DEFAULT_WORDNET_DIR} does not exist; {WORDNET_HINT}")
+        inputs = [(DEFAULT_WORDNET_DIR, "wordnet")]
+    return inputs
+
+
+def build_dictionary(inputs: Sequence[tuple[Path, str]], settings: BuildSettings) -> list[Entry]:
+    """Read every source, merge case-insensitively, then filter, sample, cut and split (in that order)."""
+
+    def items():
+        for path, fmt in inputs:
+            yield from read_source(path, fmt, encoding=settings.encoding, include_examples=settings.include_examples)
+
+    entries = merge(items(), lowercase=settings.lowercase)
+    if settings.tokenizer is not None:
+        entries = single_token(entries, settings.tokenizer)
+    entries = min_definitions(entries, settings.min_definitions)
+    entries = sample_entries(entries, settings.sample, settings.seed)
+    entries = max_entries(entries, settings.max_entries)
+    if settings.fractions is not None:
+        entries = assign_splits(entries, settings.fractions, settings.seed)
+    if not entries:
+        raise DefsentError("no entries left after reading and filtering; nothing written")
+    return entries

@@ -1,0 +1,38 @@
+"""Dictionary statistics per split: entries, definitions and token lengths (the DefSent+ Table 1 view)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+from ..formats.dictionary import SPLITS, Entry
+
+
+def dictionary_stats(entries: Iterable[Entry], tokenizer: Any = None, batch_size: int = 4096) -> dict[str, dict]:
+    """Per split (those present) and ``total``: entries, definitions and, with a tokenizer, the max
+    and median definition length in tokens including special tokens."""
+    groups: dict[str, list[Entry]] = {split: [] for split in SPLITS}
+    entries = list(entries)
+    for e in entries:
+        groups.setdefault(e.split, []).append(e)
+    lengths: dict[str, list[int]] = {}
+    if tokenizer is not None:
+        for split, group in groups.items():
+            texts = [d for e in group for d in e.definitions]
+            found: list[int] = []
+            for start in range(0, len(texts), batch_size):
+                ids = tokenizer(texts[start : start + batch_size], add_special_tokens=True, verbose=False)["input_ids"]
+                found.extend(len(x) for x in ids)
+            lengths[split] = found
+    stats: dict[str, dict] = {}
+    for split, group in [*groups.items(), ("total", entries)]:
+        if split != "total" and not group:
+            continue
+        row: dict[str, Any] = {"entries": len(group), "definitions": sum(len(e.definitions) for e in group)}
+        if tokenizer is not None:
+            found = [n for s in SPLITS for n in lengths.get(s, [])] if split == "total" else lengths[split]
+            row["max_tokens"] = max(found) if found else None
+            row["median_tokens"] = statistics.median(found) if found else None
+        stats[split] = row
+    return stats

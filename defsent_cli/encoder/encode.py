@@ -1,0 +1,210 @@
+"""The one encode loop: tokenise, sort by length, batch, pool, restore order.
+
+Serves ``encode``, ``embed-entries``, the evaluations and model selection.
+Sorting by token length keeps padding small; every pooling is masked, so the
+output does not depend on the batch size beyond float noise.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from .. import distributed
+from ..console import make_progress
+from ..errors import DefsentError
+from ..space.linalg import l2_normalize
+from .models import LoadedModel
+from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
+from .tokenize import length_batches, pad_batch, tokenize
+
+
+def model_outputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling) -> PoolingInput:
+    """One forward pass, returning what ``pooling`` reads: its layers' mean states, its Ditto diagonal."""
+    want_layers, head = pooling.layers is not None, pooling.ditto_head
+    # A batch without padding runs without a mask: the same numbers, and attention takes its fast path.
+    padded = bool((attention_mask == 0).any())
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask if padded else None,
+        output_hidden_states=want_layers,
+        output_attentions=head is not None,
+    )
+    if want_layers:
+        states = torch.stack([out.hidden_states[i] for i in pooling.layers]).mean(dim=0)
+    else:
+        states = out.last_hidden_state
+    diag = None
+    if head is not None:
+        diag = torch.diagonal(out.attentions[head[0]][:, head[1]], dim1=-2, dim2=-1)
+    weights = None if pooling.weighting is None else pooling.weighting.weights(input_ids, attention_mask)
+    return PoolingInput(states, attention_mask, input_ids, None, weights, diag)
+
+
+def prepare_pooling(
+    pooling: str | Pooling | None,
+    loaded: LoadedModel,
+    idf_corpus: Sequence[str] | None = None,
+    max_length: int | None = None,
+) -> Pooling:
+    """The pooling checked against the model; Ditto switches the model to eager attention (the only one
+    that returns attention probabilities); an idf weighting is fitted on ``idf_corpus`` (tokenised as
+    the inputs are) when given."""
+    pool = pooling if isinstance(pooling, Pooling) else get_pooling(pooling or loaded.default_pooling)
+    pool = fit_to_model(pool, loaded.model.config)
+    if pool.ditto_head is not None and getattr(loaded.model.config, "_attn_implementation", "eager") != "eager":
+        # From here on this loaded model runs eager attention (slower than SDPA, same numbers).
+        if hasattr(loaded.model, "set_attn_implementation"):
+            loaded.model.set_attn_implementation("eager")
+        else:  # older transformers
+            loaded.model.config._attn_implementation = "eager"
+    weighting = pool.weighting
+    if idf_corpus is not None and getattr(weighting, "kind", None) == "idf":
+        ids = tokenize(list(idf_corpus), loaded.tokenizer, pool, max_length or loaded.max_length)
+        pool = replace(pool, weighting=weighting.fit(ids, len(loaded.tokenizer)))
+    return pool
+
+
+def encode_workers(device) -> int:
+    """How many batches run at once: on CPU one per torch thread, each op single-threaded; else 1.
+
+    Small encoders spend much of a batch in ops too small to split well across cores (and OpenMP
+    synchronisation suffers badly when other work shares the machine), so on CPU whole batches go
+    to worker threads instead (torch releases the GIL inside its ops). Every batch is computed
+    exactly as in one thread. ``DEFSENT_ENCODE_WORKERS`` overrides the count (1 = the plain loop).
+    """
+    if torch.device(device).type != "cpu":
+        return 1
+    override = os.environ.get("DEFSENT_ENCODE_WORKERS", "").strip()
+    if override:
+        try:
+            return max(1, int(override))
+        except ValueError:
+            raise DefsentError(f"DEFSENT_ENCODE_WORKERS must be a whole number, not {override!r}") from None
+    return max(1, torch.get_num_threads())
+
+
+@contextmanager
+def single_threaded_ops(active: bool) -> Iterator[None]:
+    """torch ops on one thread inside the block (the worker threads supply the parallelism)."""
+    if not active:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def encode_ids(
+    loaded: LoadedModel,
+    id_lists: Sequence[Sequence[int]],
+    pooling: Pooling,
+    batch_size: int = 32,
+    progress=None,
+    task=None,
+) -> np.ndarray:
+    """Run the encoder over pre-tokenised inputs; rows come back in input order."""
+    if batch_size < 1:
+        raise DefsentError("--batch-size must be at least 1")
+    tokenizer, model = loaded.tokenizer, loaded.model
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    out = np.empty((len(id_lists), loaded.dim), dtype=np.float32)
+
+    def run(index: np.ndarray) -> None:
+        with torch.inference_mode():  # thread-local: entered in each worker
+            input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
+            input_ids, attention_mask = input_ids.to(loaded.device), attention_mask.to(loaded.device)
+            batch = replace(
+                model_outputs(model, input_ids, attention_mask, pooling), mask_token_id=tokenizer.mask_token_id
+            )
+            out[index] = pooling(batch).float().cpu().numpy()
+        if progress is not None:
+            progress.advance(task, len(index))
+
+    batches = length_batches([len(ids) for ids in id_lists], batch_size)
+    workers = min(encode_workers(loaded.device), len(batches))
+    if workers <= 1:
+        for index in batches:
+            run(index)
+        return out
+    with single_threaded_ops(True), ThreadPoolExecutor(workers, thread_name_prefix="defsent-encode") as pool:
+        for _ in pool.map(run, batches):  # re-raises a worker's exception here
+            pass
+    return out
+
+
+def encode_ids_sharded(
+    loaded: LoadedModel,
+    id_lists: Sequence[Sequence[int]],
+    pooling: Pooling,
+    batch_size: int = 32,
+    progress=None,
+    task=None,
+) -> np.ndarray | None:
+    """:func:`encode_ids` split across the processes of a ``torchrun`` launch.
+
+    Every rank forms the same length-sorted batches; batch i is encoded by rank
+    i mod world (neighbouring batches have similar lengths, so the ranks get
+    similar work), and rank 0 gathers the rows back into input order.  Each
+    batch holds the same items as in one process, so the rows match the
+    one-process result up to float noise (bit-equal in practice on CPU).
+    Returns the (n, dim) matrix on rank 0 and ``None`` on the other ranks;
+    in one process it is :func:`encode_ids`.
+    """
+    if not distributed.active():
+        return encode_ids(loaded, id_lists, pooling, batch_size, progress, task)
+    if batch_size < 1:
+        raise DefsentError("--batch-size must be at least 1")
+    distributed.init(loaded.device)
+    batches = distributed.my_batches(length_batches([len(ids) for ids in id_lists], batch_size))
+    mine = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
+    rows = encode_ids(loaded, [id_lists[i] for i in mine], pooling, batch_size, progress, task)
+    out = distributed.gather_rows(rows, mine, len(id_lists))
+    if out is not None and progress is not None:
+        progress.advance(task, len(id_lists) - len(mine))  # the other ranks' share
+    return out
+
+
+def encode(
+    texts: Sequence[str],
+    loaded: LoadedModel,
+    pooling: str | Pooling | None = None,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    normalize_embeddings: bool = False,
+    show_progress_bar: bool | None = None,
+    description: str = "encoding",
+    shard: bool = False,
+) -> np.ndarray | None:
+    """Encode texts to a float32 (n, dim) matrix, like sentence-transformers' ``encode``.
+
+    ``pooling`` defaults to the model folder's own (sentence-transformers or
+    defsent config), ``max_length`` to the model's limit.  ``shard``: under
+    ``torchrun``, split the work across the processes (:func:`encode_ids_sharded`);
+    rank 0 gets the matrix, the other ranks ``None``.
+    """
+    pool = prepare_pooling(pooling, loaded)
+    limit = max_length or loaded.max_length
+    if limit < 2:
+        raise DefsentError("--max-length must be at least 2")
+    if not texts:
+        return np.zeros((0, loaded.dim), dtype=np.float32)
+    id_lists = tokenize(texts, loaded.tokenizer, pool, limit)
+    if getattr(pool.weighting, "kind", None) == "idf" and not pool.weighting.fitted:
+        pool = replace(pool, weighting=pool.weighting.fit(id_lists, len(loaded.tokenizer)))  # idf^T: the texts
+    run = encode_ids_sharded if shard else encode_ids
+    with make_progress("sentences", show_progress_bar if distributed.is_main() else False) as progress:
+        task = progress.add_task(description, total=len(id_lists))
+        vectors = run(loaded, id_lists, pool, batch_size, progress, task)
+    if vectors is None:  # a rank other than 0 of a sharded run
+        return None
+    return l2_normalize(vectors) if normalize_embeddings else vectors

@@ -1,0 +1,171 @@
+"""SentEval transfer-task data on local files (MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC), in SentEval's order.
+
+File names and encodings as SentEval's loaders; samples sorted by (token count, label) as SentEval sorts
+them, so the folds match its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DefsentError
+from .common import resolve_data_root, task_folder
+
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")
+_ALIASES = {"mr": "MR", "cr": "CR", "subj": "SUBJ", "mpqa": "MPQA", "sst2": "SST-2", "trec": "TREC", "mrpc": "MRPC"}
+
+
+def parse_transfer_tasks(tasks: str | Sequence[str] | None) -> list[str]:
+    """Task names from ``--tasks`` (comma-separated or a list); default: all seven."""
+    if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
+        return list(TRANSFER_TASKS)
+    items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
+    names = []
+    for item in items:
+        key = item.strip().lower().replace("-", "").replace("_", "")
+        if not key:
+            continue
+        if key not in _ALIASES:
+            raise DefsentError(f"unknown transfer task {item.strip()!r}; choose from {', '.join(TRANSFER_TASKS)}")
+        names.append(_ALIASES[key])
+    return list(dict.fromkeys(names))
+
+
+@dataclass
+class TransferTask:
+    """A transfer task's texts and labels per part, in SentEval's order.
+
+    ``parts`` maps ``all`` (inner k-fold), ``train``/``test`` (k-fold) or ``train``/``dev``/``test``
+    (split) to ``(texts, labels)``; for MRPC ``texts`` is a pair of lists ``(A, B)``.
+    """
+
+    name: str
+    protocol: str  # "inner-kfold" | "kfold" | "split"
+    nclasses: int
+    parts: dict[str, tuple[list[str] | tuple[list[str], list[str]], np.ndarray]]
+    folder: Path
+    root: Path | None = None  # the data root it was loaded from
+
+    def texts(self) -> list[str]:
+        out: list[str] = []
+        for texts, _ in self.parts.values():
+            if isinstance(texts, tuple):
+                out.extend(texts[0])
+                out.extend(texts[1])
+            else:
+                out.extend(texts)
+        return out
+
+
+def _read(path: Path, encoding: str) -> str:
+    if not path.exists():
+        raise DefsentError("file not found; check --data", path=path)
+    try:
+        return path.read_text(encoding=encoding)
+    except UnicodeDecodeError as exc:
+        raise DefsentError(f"not valid {encoding} text ({exc.reason})", path=path) from None
+
+
+def _file_lines(text: str) -> list[str]:
+    """Lines as ``for line in open(...)`` yields them (universal newlines; no split on other separators)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _sorted(samples: list[list[str]], labels: list[int]) -> tuple[list[str], np.ndarray]:
+    """SentEval's order: sorted by (number of tokens, label), stable; tokens re-joined with spaces."""
+    order = sorted(zip(samples, labels, strict=True), key=lambda z: (len(z[0]), z[1]))
+    return [" ".join(s) for s, _ in order], np.asarray([y for _, y in order], dtype=np.int64)
+
+
+def _load_binary(folder: Path, pos: str, neg: str) -> tuple[list[str], np.ndarray]:
+    """Two files of one sentence per line (latin-1, as SentEval reads them); label 1 for ``pos``."""
+    pos_lines = [line.split() for line in _read(folder / pos, "latin-1").splitlines()]
+    neg_lines = [line.split() for line in _read(folder / neg, "latin-1").splitlines()]
+    return _sorted(pos_lines + neg_lines, [1] * len(pos_lines) + [0] * len(neg_lines))
+
+
+_TREC_LABELS = {"ABBR": 0, "DESC": 1, "ENTY": 2, "HUM": 3, "LOC": 4, "NUM": 5}
+
+
+def _load_trec(path: Path) -> tuple[list[str], np.ndarray]:
+    samples, labels = [], []
+    for number_, line in enumerate(_file_lines(_read(path, "latin-1")), start=1):
+        if not line.strip():
+            continue
+        target, _, rest = line.strip().partition(":")
+        parts = rest.split(" ", 1)
+        if target not in _TREC_LABELS or len(parts) < 2:
+            raise DefsentError("expected 'COARSE:fine question ...'", path=path, line=number_)
+        samples.append(parts[1].split())
+        labels.append(_TREC_LABELS[target])
+    return _sorted(samples, labels)
+
+
+def _load_sst(path: Path) -> tuple[list[str], np.ndarray]:
+    samples, labels = [], []
+    for number_, line in enumerate(_file_lines(_read(path, "utf-8")), start=1):
+        if not line.strip():
+            continue
+        fields = line.strip().split("\t")
+        if len(fields) < 2 or fields[1].strip() not in ("0", "1"):
+            raise DefsentError("expected 'sentence<TAB>0|1'", path=path, line=number_)
+        samples.append(fields[0].split())
+        labels.append(int(fields[1]))
+    return _sorted(samples, labels)
+
+
+def _load_mrpc(path: Path) -> tuple[tuple[list[str], list[str]], np.ndarray]:
+    rows = []
+    for number_, line in enumerate(_file_lines(_read(path, "utf-8-sig")), start=1):
+        if number_ == 1 or not line.strip():  # header
+            continue
+        fields = line.strip().split("\t")
+        if len(fields) < 5 or fields[0] not in ("0", "1"):
+            raise DefsentError(
+                "expected 'Quality<TAB>id1<TAB>id2<TAB>sentence1<TAB>sentence2'", path=path, line=number_
+            )
+        rows.append((fields[3].split(), fields[4].split(), int(fields[0])))
+    rows.sort(key=lambda z: (len(z[0]), len(z[1]), z[2]))
+    a = [" ".join(r[0]) for r in rows]
+    b = [" ".join(r[1]) for r in rows]
+    return (a, b), np.asarray([r[2] for r in rows], dtype=np.int64)
+
+
+def load_transfer_task(data_root: str | Path | None, name: str) -> TransferTask:
+    """Load one transfer task from a SentEval data folder (file names as SentEval's)."""
+    root = resolve_data_root(data_root)
+    name = parse_transfer_tasks([name])[0]
+    if name in ("MR", "CR", "SUBJ", "MPQA"):
+        folder = task_folder(root, name, name)
+        pos, neg = {
+            "MR": ("rt-polarity.pos", "rt-polarity.neg"),
+            "CR": ("custrev.pos", "custrev.neg"),
+            "SUBJ": ("subj.objective", "subj.subjective"),  # SentEval: objective = label 1
+            "MPQA": ("mpqa.pos", "mpqa.neg"),
+        }[name]
+        return TransferTask(name, "inner-kfold", 2, {"all": _load_binary(folder, pos, neg)}, folder, root)
+    if name == "SST-2":
+        folder = task_folder(root, "SST/binary", name)
+        parts = {part: _load_sst(folder / f"sentiment-{part}") for part in ("train", "dev", "test")}
+        return TransferTask(name, "split", 2, parts, folder, root)
+    if name == "TREC":
+        folder = task_folder(root, "TREC", name)
+        parts = {"train": _load_trec(folder / "train_5500.label"), "test": _load_trec(folder / "TREC_10.label")}
+        return TransferTask(name, "kfold", 6, parts, folder, root)
+    folder = task_folder(root, "MRPC", name)
+    parts = {
+        "train": _load_mrpc(folder / "msr_paraphrase_train.txt"),
+        "test": _load_mrpc(folder / "msr_paraphrase_test.txt"),
+    }
+    return TransferTask(name, "kfold", 2, parts, folder, root)
+
+
+def load_transfer_tasks(data_root: str | Path | None, tasks: str | Sequence[str] | None = None) -> list[TransferTask]:
+    """Load the named transfer tasks (default: all seven)."""
+    root = resolve_data_root(data_root)
+    return [load_transfer_task(root, name) for name in parse_transfer_tasks(tasks)]

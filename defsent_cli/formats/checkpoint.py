@@ -1,0 +1,170 @@
+"""The checkpoint folder (docs/formats.md, "Checkpoint"): a Hugging Face model folder that
+sentence-transformers also loads, plus ``defsent.json`` (the whole run) and a ``README.md``
+model card written from it, so the folder can be shared as it is.
+
+Written into a temporary folder beside the target and renamed at the end, so a killed run
+never leaves a half-written checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ..errors import DefsentError
+from ..io import check_output
+
+CHECKPOINT_FORMAT = "defsent-checkpoint/1"
+INFO_FILE = "defsent.json"
+ST_POOLING_MODES = {
+    "cls": "pooling_mode_cls_token",
+    "mean": "pooling_mode_mean_tokens",
+    "max": "pooling_mode_max_tokens",
+}
+
+
+def read_info(folder: str | Path) -> dict:
+    """A checkpoint's ``defsent.json`` ({} when the folder has none); it must hold a JSON object."""
+    path = Path(folder) / INFO_FILE
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DefsentError(f"cannot read {INFO_FILE} ({exc})", path=path) from None
+    if not isinstance(info, dict):
+        raise DefsentError(f"{INFO_FILE} must hold a JSON object, found {type(info).__name__}", path=path)
+    return info
+
+
+def sentence_transformers_files(folder: Path, dim: int, pooling: str, max_seq_length: int) -> None:
+    """Write ``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json``.
+
+    sentence-transformers has no prompt pooling; a ``prompt`` checkpoint gets mean
+    pooling there (defsent itself reads ``defsent.json`` and uses the prompt).
+    """
+    st_pooling = pooling if pooling in ST_POOLING_MODES else "mean"
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
+    st_config = {"max_seq_length": int(max_seq_length), "do_lower_case": False}
+    (folder / "sentence_bert_config.json").write_text(json.dumps(st_config, indent=2) + "\n", encoding="utf-8")
+    pooling_config = {"word_embedding_dimension": int(dim)}
+    for name, key in ST_POOLING_MODES.items():
+        pooling_config[key] = name == st_pooling
+    pooling_config["pooling_mode_mean_sqrt_len_tokens"] = False
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling_config, indent=2) + "\n", encoding="utf-8")
+
+
+def _row(name: str, value) -> str:
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
+    return f"| {name} | {text.replace('|', '/')} |"
+
+
+def model_card(name: str, info: dict) -> str:
+    """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json``."""
+    pooling = info.get("pooling", "mean")
+    lines = [
+        "---",
+        "library_name: sentence-transformers",
+        "pipeline_tag: sentence-similarity",
+        "tags: [sentence-transformers, sentence-similarity, feature-extraction, defsent]",
+        "---",
+        "",
+        f"# {name}",
+        "",
+        f"A sentence encoder written by `defsent` {info.get('defsent_version', '')}: "
+        + (
+            "a weight-space merge of the models below."
+            if info.get("kind") == "merge"
+            else "one DefSent+ training step (Liu 2024): the encoder learns to map each dictionary definition "
+            "onto its entry's vector in a frozen entry bank."
+        ),
+        "",
+        "## Use",
+        "",
+        "```sh",
+        f"defsent encode -m {name} --pooling {pooling} < sentences.txt > vectors.npy",
+        "```",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        f'model = SentenceTransformer("{name}")  # {pooling} pooling',
+        "```",
+        "",
+    ]
+    if info.get("kind") == "merge":
+        lines += ["## Merge", "", "| setting | value |", "|---|---|"]
+        for key in ("method", "alpha", "base", "models", "weights", "select", "selected_score"):
+            if key in info:
+                lines.append(_row(key, info[key]))
+        lines.append("")
+    else:
+        bank = info.get("bank_attrs", {})
+        lines += ["## Training data", "", "| what | value |", "|---|---|"]
+        lines.append(_row("base model", info.get("base_model", "?")))
+        lines.append(_row("dictionary", info.get("dictionary", "?")))
+        lines.append(_row("dictionary SHA-256", bank.get("dictionary_sha256", "?")))
+        lines.append(_row("bank", info.get("bank", "?")))
+        lines.append(_row("bank SHA-256", info.get("bank_sha256", "?")))
+        lines.append(_row("bank kind / transform", f"{bank.get('kind', '?')} / {bank.get('transform', 'none')}"))
+        lines.append(_row("bank entries", info.get("bank_entries", "?")))
+        lines.append(_row("training definitions", info.get("training_definitions", "?")))
+        lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
+        lines.append(_row("pooling in training", info.get("train_pooling", "?")))
+        lines.append(_row("head", info.get("head", "?")))
+        for key, value in info.get("config", {}).items():
+            lines.append(_row(key, value))
+        lines.append(_row("steps", info.get("steps", "?")))
+        lines.append(_row("seconds", info.get("seconds", "?")))
+        lines.append("")
+    scores = info.get("scores") or {}
+    curve = info.get("eval_curve") or []
+    if scores or curve or info.get("final_loss") is not None:
+        lines += ["## Scores recorded for this checkpoint", "", "| score | value |", "|---|---|"]
+        if info.get("final_loss") is not None:
+            lines.append(_row("final training loss", info["final_loss"]))
+        for key, value in scores.items():
+            lines.append(_row(key, value))
+        lines.append("")
+    lines += [
+        "Every setting and the whole loss curve are in `defsent.json`; the file formats are described in",
+        "defsent's `docs/formats.md`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def save_checkpoint(
+    output: Path, model, tokenizer, info: dict, max_seq_length: int, force: bool = False, files: dict | None = None
+) -> Path:
+    """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
+    ``files`` maps extra file names to the paths copied in (e.g. the loss log)."""
+    output = check_output(output, force)
+    tmp = output.with_name(f".{output.name}.writing")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        sentence_transformers_files(tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length)
+        (tmp / INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
+        for name, source in (files or {}).items():
+            shutil.copyfile(source, tmp / name)
+        if output.exists():
+            old = output.with_name(f".{output.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            output.rename(old)
+            tmp.rename(output)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return output

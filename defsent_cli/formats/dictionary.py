@@ -1,0 +1,149 @@
+"""The dictionary file (docs/formats.md, "Dictionary"): JSONL, one entry per line, line order = entry id::
+
+    {"entry": "revitalize", "definitions": ["give new life or vigor to"], "sources": ["wordnet"], "split": "train"}
+
+:func:`entry_from_json` is the one validator of a line. :func:`bank_rows` is the one rule that maps
+entries to bank rows: a bank built from the splits S holds the entries of S in file order, so an
+entry's row is its position among the entries whose split is in S.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import DefsentError
+from ..io import iter_jsonl, write_jsonl
+
+SPLITS = ("train", "dev", "test")
+
+
+@dataclasses.dataclass
+class Entry:
+    """One dictionary entry: a headword or phrase with its definitions."""
+
+    entry: str
+    definitions: list[str]
+    sources: list[str]
+    split: str = "train"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL object (key order: entry, definitions, sources, split)."""
+        return {
+            "entry": self.entry,
+            "definitions": list(self.definitions),
+            "sources": list(self.sources),
+            "split": self.split,
+        }
+
+
+def _strings(value: Any, name: str, path: str | Path, number: int, allow_empty: bool) -> list[str]:
+    if not isinstance(value, list) or (not value and not allow_empty):
+        raise DefsentError(
+            f"'{name}' must be a {'' if allow_empty else 'non-empty '}list of strings", path=path, line=number
+        )
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise DefsentError(f"'{name}' must hold non-empty strings, found {item!r}", path=path, line=number)
+    return list(value)
+
+
+def entry_from_json(obj: dict, path: str | Path, number: int) -> Entry:
+    """Validate one dictionary JSONL object into an :class:`Entry` (the one validator).
+
+    ``entry``: a non-blank string; ``definitions``: a non-empty list of non-blank strings;
+    ``sources`` (optional): a list of non-blank strings; ``split`` (optional, default train):
+    one of :data:`SPLITS`.
+    """
+    entry = obj.get("entry")
+    if not isinstance(entry, str) or not entry.strip():
+        raise DefsentError("'entry' must be a non-empty string", path=path, line=number)
+    definitions = _strings(obj.get("definitions"), "definitions", path, number, allow_empty=False)
+    sources = _strings(obj.get("sources", []), "sources", path, number, allow_empty=True)
+    split = obj.get("split", "train")
+    if split not in SPLITS:
+        raise DefsentError(f"'split' must be one of {', '.join(SPLITS)}, found {split!r}", path=path, line=number)
+    return Entry(entry, definitions, sources, split)
+
+
+def iter_entries(path: str | Path, encoding: str = "utf-8", unique: bool = True) -> Iterator[Entry]:
+    """Stream validated entries; ``unique``: a repeated entry string is an error naming both lines.
+
+    (Two lines with one entry would give it two bank rows; build-dict merges them instead.)
+    """
+    seen: dict[str, int] = {}
+    for number, obj in iter_jsonl(path, encoding):
+        entry = entry_from_json(obj, path, number)
+        if unique:
+            first = seen.setdefault(entry.entry, number)
+            if first != number:
+                raise DefsentError(
+                    f"entry {entry.entry!r} repeats line {first}; merge its definitions into one line "
+                    "(defsent build-dict FILE -o NEW merges them)",
+                    path=path,
+                    line=number,
+                )
+        yield entry
+
+
+def read_dictionary(path: str | Path, encoding: str = "utf-8") -> list[Entry]:
+    """Read and validate a whole dictionary (errors name file:line); at least one entry."""
+    entries = list(iter_entries(path, encoding))
+    if not entries:
+        raise DefsentError("dictionary has no entries", path=path)
+    return entries
+
+
+def write_dictionary(path: str | Path, entries: Iterable[Entry]) -> int:
+    """Atomically write the dictionary JSONL; returns the number of entries."""
+    return write_jsonl(path, (e.to_dict() for e in entries))
+
+
+def check_splits(splits: Iterable[str]) -> list[str]:
+    """Split names, checked, in the canonical order."""
+    wanted = {s.strip() for s in splits if s.strip()}
+    unknown = wanted - set(SPLITS)
+    if unknown:
+        raise DefsentError(f"unknown split(s) {', '.join(sorted(unknown))}; use {', '.join(SPLITS)}")
+    if not wanted:
+        raise DefsentError(f"no split given; use {', '.join(SPLITS)}")
+    return [s for s in SPLITS if s in wanted]
+
+
+def bank_rows(path: str | Path, bank_splits: Collection[str]) -> Iterator[tuple[int | None, Entry]]:
+    """``(row, entry)`` for every entry: its row in a bank of ``bank_splits``, or None when not in it."""
+    row = 0
+    for entry in iter_entries(path):
+        if entry.split in bank_splits:
+            yield row, entry
+            row += 1
+        else:
+            yield None, entry
+
+
+def bank_entries(path: str | Path, bank_splits: Collection[str]) -> list[str]:
+    """The entry strings of a bank built from ``bank_splits`` of this dictionary, in row order."""
+    return [entry.entry for row, entry in bank_rows(path, bank_splits) if row is not None]
+
+
+def split_definitions(path: str | Path, bank_splits: Collection[str], split: str) -> tuple[list[str], list[int], int]:
+    """``(definitions, bank rows, entries)`` of one split: every definition of its entries with the
+    bank row of its entry (what training learns and the reverse dictionary is scored on)."""
+    if split not in bank_splits:
+        raise DefsentError(
+            f"the bank holds no {split!r} entries (its splits: {', '.join(sorted(bank_splits))}); "
+            "rebuild it with embed-entries --splits"
+        )
+    texts: list[str] = []
+    rows: list[int] = []
+    entries = 0
+    for row, entry in bank_rows(path, bank_splits):
+        if row is not None and entry.split == split:
+            texts.extend(entry.definitions)
+            rows.extend([row] * len(entry.definitions))
+            entries += 1
+    if not texts:
+        raise DefsentError(f"the dictionary has no {split!r} definitions", path=path)
+    return texts, rows, entries

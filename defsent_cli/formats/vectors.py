@@ -1,0 +1,114 @@
+"""Encoded vectors (docs/formats.md, "Vectors"): ``defsent encode`` writes .npy, .h5 or .jsonl, chosen by
+suffix, or a .npy to stdout; ``inspect`` reads a bank or any 2-D float .npy as a :class:`Space`."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DefsentError
+from ..io import atomic_path
+from .bank import read_bank
+
+VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl")
+
+
+def vector_format(path: str | Path) -> str:
+    """The vector file format named by a suffix: npy, h5 or jsonl."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in VECTOR_SUFFIXES:
+        raise DefsentError(
+            f"unknown output suffix {suffix or '(none)'}; use one of {', '.join(VECTOR_SUFFIXES)}", path=path
+        )
+    return {".hdf5": "h5"}.get(suffix, suffix[1:])
+
+
+def write_vectors(
+    path: str | Path, vectors: np.ndarray, texts: list[str] | None = None, attrs: dict | None = None
+) -> None:
+    """Atomically write a float32 matrix as .npy, .h5 (dataset ``vectors``, optional ``texts``) or .jsonl."""
+    fmt = vector_format(path)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    with atomic_path(path) as tmp:
+        if fmt == "npy":
+            with open(tmp, "wb") as fh:
+                np.save(fh, vectors)
+        elif fmt == "h5":
+            import h5py
+
+            with h5py.File(tmp, "w") as h5:
+                h5.create_dataset("vectors", data=vectors)
+                if texts is not None:
+                    h5.create_dataset("texts", data=texts, dtype=h5py.string_dtype())
+                for key, value in (attrs or {}).items():
+                    h5.attrs[key] = value
+        else:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                for i, row in enumerate(vectors):
+                    obj = {"text": texts[i]} if texts is not None else {}
+                    obj["embedding"] = [float(x) for x in row]
+                    fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def npy_bytes(vectors: np.ndarray) -> bytes:
+    """A float32 matrix as the bytes of a .npy file."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(vectors, dtype=np.float32))
+    return buffer.getvalue()
+
+
+def write_npy_stdout(vectors: np.ndarray) -> None:
+    """Write a float32 .npy to stdout (for pipes)."""
+    sys.stdout.buffer.write(npy_bytes(vectors))
+    sys.stdout.buffer.flush()
+
+
+@dataclass
+class Space:
+    """Vectors to inspect, with the file they came from and its provenance."""
+
+    path: Path
+    vectors: np.ndarray
+    attrs: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line of provenance for titles and tables."""
+        a = self.attrs
+        n, d = self.vectors.shape
+        parts = [self.path.name]
+        if a.get("kind"):
+            parts.append(f"{a['kind']} bank")
+        if a.get("encoder"):
+            encoder = Path(str(a["encoder"]))
+            parts.append(f"encoder {encoder.parent.name + '/' if encoder.parent.name else ''}{encoder.name}")
+        transform = str(a.get("transform", "none"))
+        if transform == "ica":
+            state = "converged" if a.get("transform_converged", True) else "NOT converged"
+            transform += f" x{a.get('transform_scale', 1):g} ({a.get('transform_n_iter', '?')} iterations, {state})"
+        elif transform == "whiten":
+            transform += f" x{a.get('transform_scale', 1):g}"
+        parts.append(f"transform {transform}")
+        parts.append(f"{n:,} x {d}")
+        return ", ".join(parts)
+
+
+def load_space(path: str | Path) -> Space:
+    """A defsent bank (.h5) or a plain float matrix (.npy, e.g. ``defsent encode`` output)."""
+    path = Path(path)
+    if path.suffix.lower() == ".npy":
+        if not path.is_file():
+            raise DefsentError("no such file", path=path)
+        try:
+            vectors = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise DefsentError(f"cannot read .npy ({exc or 'empty file'})", path=path) from None
+        if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating):
+            raise DefsentError(f"expected a 2-D float matrix, got {vectors.dtype} {vectors.shape}", path=path)
+        return Space(path, vectors, {})
+    bank = read_bank(path)
+    return Space(path, bank.vectors, dict(bank.attrs))

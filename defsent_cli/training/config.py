@@ -1,0 +1,89 @@
+"""Every setting of a training run, checked before anything loads (all recorded in ``defsent.json``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..encoder.head import POOLER_MODES
+from ..encoder.pooling import POOLINGS
+from ..errors import DefsentError
+
+TRAIN_POOLINGS = ("cls", "mean")
+BATCHINGS = ("bucket", "random")
+BANK_DTYPES = ("float32", "float16")
+DEFAULT_SEED = 42
+MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
+
+
+def check_seed(seed: int, option: str = "--seed") -> int:
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise DefsentError(f"{option} must be between 0 and {MAX_SEED}, got {seed}")
+    return int(seed)
+
+
+def check_positive(value: float | None, option: str, allow_zero: bool = False) -> None:
+    """A finite number > 0 (>= 0 with ``allow_zero``); None passes."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise DefsentError(f"{option} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value}")
+
+
+@dataclass
+class TrainConfig:
+    """One PST step's settings; the defaults are DefSent+'s where the reference fixes them."""
+
+    pooling: str = "cls"  # cls | mean: pool(last_hidden_state) before the head
+    pooler: str = "auto"  # auto | keep | mlm-dense | none | linear
+    inference_pooling: str | None = None  # pooling stored for encode/eval (default: ``pooling``)
+    lr: float = 2e-5
+    head_lr: float | None = None  # the head's dense layer's peak rate (default: lr)
+    batch_size: int = 32
+    epochs: int = 1
+    warmup_ratio: float = 0.0
+    weight_decay: float = 0.0
+    adam_eps: float = 1e-6
+    max_grad_norm: float = 1.0
+    seed: int = DEFAULT_SEED
+    max_length: int | None = None
+    max_steps: int | None = None
+    limit: int | None = None
+    batching: str = "bucket"  # bucket | random
+    bucket_batches: int = 50  # batches per length bucket
+    save_every: int = 500
+    log_every: int = 20
+    device: str = "auto"
+    bank_dtype: str = "float32"  # float32 | float16: how the frozen bank is held in memory
+
+    def validate(self) -> TrainConfig:
+        """Every value checked (one-line DefsentError); returns self."""
+        if self.pooling not in TRAIN_POOLINGS:
+            raise DefsentError(f"training pooling must be cls or mean, not {self.pooling!r}")
+        if self.inference_pooling is not None and self.inference_pooling not in POOLINGS:
+            raise DefsentError(
+                f"--inference-pooling must be one of {', '.join(POOLINGS)}, not {self.inference_pooling!r}"
+            )
+        if self.pooler not in POOLER_MODES:
+            raise DefsentError(f"unknown --pooler {self.pooler!r}; choose one of {', '.join(POOLER_MODES)}")
+        if self.batching not in BATCHINGS:
+            raise DefsentError(f"--batching must be bucket or random, not {self.batching!r}")
+        if self.bank_dtype not in BANK_DTYPES:
+            raise DefsentError(f"--bank-dtype must be float32 or float16, not {self.bank_dtype!r}")
+        for name in ("lr", "head_lr", "adam_eps", "max_grad_norm"):
+            check_positive(getattr(self, name), f"--{name.replace('_', '-')}")
+        check_positive(self.weight_decay, "--weight-decay", allow_zero=True)
+        if not (math.isfinite(self.warmup_ratio) and 0 <= self.warmup_ratio < 1):
+            raise DefsentError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
+        for name in ("batch_size", "epochs", "bucket_batches", "log_every"):
+            if getattr(self, name) < 1:
+                raise DefsentError(f"--{name.replace('_', '-')} must be at least 1")
+        for name in ("max_steps", "limit"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise DefsentError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.save_every < 0:
+            raise DefsentError("--save-every must be 0 (never) or more")
+        if self.max_length is not None and self.max_length < 2:
+            raise DefsentError("--max-length must be at least 2")
+        check_seed(self.seed)
+        return self

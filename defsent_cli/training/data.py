@@ -1,0 +1,82 @@
+"""What one run trains on: every train-split definition with its entry's bank row, and the
+batches of each epoch (a pure function of the seed, the epoch and the lengths)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..encoder.pooling import Pooling
+from ..encoder.tokenize import tokenize
+from ..formats.dictionary import split_definitions
+from .config import TrainConfig
+
+
+@dataclass
+class TrainingData:
+    """Token ids of every training definition and the bank row of its entry."""
+
+    token_ids: list[list[int]]
+    labels: np.ndarray
+    n_entries_trained: int = 0
+    texts: list[str] = field(default_factory=list, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def training_data(
+    dictionary: Path, bank_splits: Collection[str], tokenizer, pooling: Pooling, max_length: int, config: TrainConfig
+) -> TrainingData:
+    """The train split's definitions (a seeded sample of ``config.limit`` of them), tokenised."""
+    texts, rows, n_entries = split_definitions(dictionary, bank_splits, "train")
+    labels = np.asarray(rows, dtype=np.int64)
+    if config.limit and config.limit < len(texts):
+        keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.limit])
+        texts, labels = [texts[i] for i in keep], labels[keep]
+    return TrainingData(tokenize(texts, tokenizer, pooling, max_length), labels, n_entries, texts)
+
+
+def epoch_batches(lengths: np.ndarray, config: TrainConfig, epoch: int) -> list[np.ndarray]:
+    """The batches of one epoch, a pure function of (seed, epoch, lengths).
+
+    ``bucket``: shuffle, cut into buckets of ``bucket_batches`` batches, sort each
+    bucket by length, cut into batches, shuffle the batches: random order, little padding.
+    ``random``: plain shuffled batches (the reference's RandomSampler).
+    """
+    rng = np.random.default_rng([config.seed, epoch])
+    order = rng.permutation(len(lengths))
+    size = config.batch_size
+    if config.batching == "random":
+        return [order[i : i + size] for i in range(0, len(order), size)]
+    batches: list[np.ndarray] = []
+    span = size * config.bucket_batches
+    for start in range(0, len(order), span):
+        bucket = order[start : start + span]
+        bucket = bucket[np.argsort(lengths[bucket], kind="stable")]
+        batches.extend(bucket[i : i + size] for i in range(0, len(bucket), size))
+    rng.shuffle(batches)
+    return batches
+
+
+class Schedule:
+    """Which definitions step ``s`` trains on, over any number of epochs (one epoch's batches cached)."""
+
+    def __init__(self, data: TrainingData, config: TrainConfig):
+        self.lengths = np.asarray([len(ids) for ids in data.token_ids])
+        self.config = config
+        self.per_epoch = -(-len(data) // config.batch_size)
+        self._epoch, self._batches = -1, []
+
+    def total_steps(self) -> int:
+        total = self.per_epoch * self.config.epochs
+        return min(total, self.config.max_steps) if self.config.max_steps else total
+
+    def batch(self, step: int) -> np.ndarray:
+        epoch, index = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            self._epoch, self._batches = epoch, epoch_batches(self.lengths, self.config, epoch)
+        return self._batches[index]

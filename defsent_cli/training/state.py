@@ -1,0 +1,124 @@
+"""The resumable training state (docs/formats.md, "Training state"): ``OUTPUT.partial/state.safetensors``.
+
+One safetensors file, written atomically, holds every tensor (model weights, AdamW moments, each
+process's torch RNG state) and, in its metadata, a JSON document with the rest (format, config,
+step, scheduler, Python RNG state, loss log, elapsed time). Reading it runs no code: safetensors
+stores raw tensors and the metadata is parsed as JSON, unlike a pickled ``torch.save`` file, so a
+crafted state file cannot execute anything on ``--resume``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import distributed
+from ..errors import DefsentError
+from ..log import warn
+from .config import TrainConfig
+
+STATE_FORMAT = "defsent-train-state/2"
+STATE_FILE = "state.safetensors"
+#: Settings that may change between a run and its resumption (they do not change the weights).
+RESUMABLE_CHANGES = ("device", "save_every", "log_every")
+
+
+def _optimizer_tensors(state: dict) -> tuple[dict[str, torch.Tensor], dict]:
+    """Split ``optimizer.state_dict()`` into tensors (by "param.name") and the JSON-able rest."""
+    tensors: dict[str, torch.Tensor] = {}
+    plain: dict[str, dict[str, Any]] = {}
+    for param, values in state["state"].items():
+        for name, value in values.items():
+            if torch.is_tensor(value):
+                tensors[f"optimizer.{param}.{name}"] = value
+            else:
+                plain.setdefault(str(param), {})[name] = value
+    return tensors, {"param_groups": state["param_groups"], "plain": plain}
+
+
+def _optimizer_state(tensors: dict[str, torch.Tensor], doc: dict) -> dict:
+    state: dict[int, dict[str, Any]] = {}
+    for key, value in tensors.items():
+        if key.startswith("optimizer."):
+            _, param, name = key.split(".", 2)
+            state.setdefault(int(param), {})[name] = value
+    for param, values in doc["plain"].items():
+        state.setdefault(int(param), {}).update(values)
+    return {"state": state, "param_groups": doc["param_groups"]}
+
+
+def save_state(path: Path, trainer) -> None:
+    """Write the state atomically; under torchrun every process calls it (RNG states are gathered), rank 0 writes."""
+    from safetensors.torch import save_file
+
+    rngs = distributed.gather_object(torch.get_rng_state())
+    if not distributed.is_main():
+        return
+    tensors = {f"model.{k}": v for k, v in trainer.model.state_dict().items()}
+    optimizer, optimizer_doc = _optimizer_tensors(trainer.optimizer.state_dict())
+    tensors.update(optimizer)
+    tensors.update({f"rng.{rank}": state for rank, state in enumerate(rngs)})
+    tensors = {k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()}
+    version, internal, gauss = random.getstate()
+    doc = {
+        "format": STATE_FORMAT,
+        "config": asdict(trainer.config),
+        "step": trainer.step,
+        "world_size": trainer.world,
+        "optimizer": optimizer_doc,
+        "scheduler": trainer.scheduler.state_dict(),
+        "python_rng": [version, list(internal), gauss],
+        "log": trainer.log,
+        "extra": trainer.extra_state(),
+        "elapsed": trainer.elapsed,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata={"defsent": json.dumps(doc)})
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_state(path: Path, trainer) -> None:
+    """Restore a state written by :func:`save_state` into ``trainer`` (same settings required)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as fh:
+            doc = json.loads((fh.metadata() or {}).get("defsent", "null"))
+            tensors = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 - safe_open has no items()
+    except Exception as exc:  # noqa: BLE001 - a damaged file of any kind is one line
+        raise DefsentError(
+            f"cannot read the resume state ({type(exc).__name__}); delete it or pass --force", path=path
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise DefsentError(f"not a defsent training state ({STATE_FORMAT}); delete it or pass --force", path=path)
+    saved = doc.get("config", {})
+    mine, defaults = asdict(trainer.config), asdict(TrainConfig())
+    differ = [k for k in mine if k not in RESUMABLE_CHANGES and saved.get(k, defaults[k]) != mine[k]]
+    if differ:
+        raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})", path=path)
+    model = {k.removeprefix("model."): v for k, v in tensors.items() if k.startswith("model.")}
+    trainer.model.load_state_dict(model)
+    trainer.optimizer.load_state_dict(_optimizer_state(tensors, doc["optimizer"]))
+    trainer.scheduler.load_state_dict(doc["scheduler"])
+    rngs = [tensors[f"rng.{rank}"] for rank in range(int(doc["world_size"])) if f"rng.{rank}" in tensors]
+    if len(rngs) == trainer.world:
+        torch.set_rng_state(rngs[trainer.rank])
+    else:  # saved by another number of processes: the weights so far are the same, dropout masks from here differ
+        torch.manual_seed(trainer.config.seed + 1_000_003 * trainer.rank + 7919 * int(doc["step"]))
+        if distributed.is_main():
+            warn(
+                f"state saved by {len(rngs)} process(es), resumed by {trainer.world}: dropout from here differs "
+                "from an uninterrupted run"
+            )
+    version, internal, gauss = doc["python_rng"]
+    random.setstate((version, tuple(internal), gauss))
+    trainer.step, trainer.log, trainer.elapsed = int(doc["step"]), list(doc["log"]), float(doc["elapsed"])
+    trainer.restore_extra_state(doc.get("extra") or {})
