@@ -4,10 +4,14 @@
 #   examples/pst.sh --model BASE --dict dict.jsonl --out runs/pst [--pooling cls] [--kind AC]
 #                   [--seeds "1 2 3"] [--steps 2] [--lr 2e-5] [--ica-last [--ica-scale 100]] [--by stsb-dev]
 #                   [--pooler auto] [--head-lr 1e-3] [--limit N] [--eval-pooling cls] [--no-eval] [--senteval]
-#                   [--start-from DIR] [--eval-tasks STS-B,SICK-R]
+#                   [--start-from DIR] [--eval-tasks STS-B,SICK-R] [--eval-every N] [--eval-on dev]
+#                   [--merge] [--train-args "--logits cosine --scale 20 ..."]
 #
 # Step k: embed-entries with the previous step's best (step 1: BASE) -> train a FRESH copy of
-# BASE for every seed -> select-best. --ica-last ICA-transforms the last step's bank. Each step's
+# BASE for every seed (--eval-every: each run keeps its best checkpoint on --eval-on) -> select-best.
+# --merge: the step's best is merged with BASE (WiSE-FT, alpha 0:1:0.1 chosen on --eval-on) into
+# OUT/step-K/merged, which is then the step's model (evaluated, and the next step's bank encoder).
+# --train-args passes any other train options. --ica-last ICA-transforms the last step's bank. Each step's
 # best is evaluated: eval-sts, eval-dict on the dictionary's held-out test split (when it has
 # one) and the bank's isotropy figures and picture (inspect --plot); eval-senteval (--senteval)
 # on the final best. --start-from DIR reuses DIR's steps 1..STEPS-1 as they are (e.g. an ICA variant of a
@@ -21,6 +25,7 @@ set -euo pipefail
 
 MODEL="" DICT="" OUT="" POOLING=cls KIND=AC SEEDS="1 2 3" STEPS=2 LR=2e-5 ICA_LAST=0 ICA_SCALE="" BY=stsb-dev
 POOLER=auto HEAD_LR="" LIMIT="" EVAL_POOLING="" EVAL=1 SENTEVAL=0 START_FROM="" EVAL_TASKS=()
+EVAL_EVERY="" EVAL_ON=dev MERGE=0 TRAIN_ARGS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL=$2; shift 2 ;;
@@ -42,7 +47,11 @@ while [ $# -gt 0 ]; do
     --senteval) SENTEVAL=1; shift ;;
     --start-from) START_FROM=$2; shift 2 ;;
     --eval-tasks) EVAL_TASKS=(--tasks "$2"); shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --eval-every) EVAL_EVERY=$2; shift 2 ;;
+    --eval-on) EVAL_ON=$2; shift 2 ;;
+    --merge) MERGE=1; shift ;;
+    --train-args) TRAIN_ARGS=$2; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "pst.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -98,6 +107,9 @@ for step in $(seq 1 "$STEPS"); do
           --lr "$LR" --seed "$seed" -o "$ckpt" --resume)
     [ -n "$LIMIT" ] && args+=(--limit "$LIMIT")
     [ -n "$HEAD_LR" ] && args+=(--head-lr "$HEAD_LR")
+    [ -n "$EVAL_EVERY" ] && args+=(--eval-every "$EVAL_EVERY" --eval-on "$EVAL_ON")
+    # shellcheck disable=SC2206
+    [ -n "$TRAIN_ARGS" ] && args+=($TRAIN_ARGS)
     timed "step-$step train seed $seed" defsent "${args[@]}"
   done
   if [ ! -e "$dir/best" ]; then
@@ -107,6 +119,11 @@ for step in $(seq 1 "$STEPS"); do
   fi
   encoder=$dir/best
   echo "pst.sh: step $step best: $(readlink "$dir/best")" >&2
+  if [ "$MERGE" = 1 ]; then
+    [ -d "$dir/merged" ] || timed "step-$step merge" defsent merge "$MODEL" "$dir/best" --alpha 0:1:0.1 \
+      --select "$EVAL_ON" --pooling "$EVAL_POOLING" -o "$dir/merged"
+    encoder=$dir/merged
+  fi
   if [ "$EVAL" = 1 ]; then
     [ -f "$dir/sts.json" ] || timed "step-$step eval-sts" defsent eval-sts --model "$encoder" --pooling "$EVAL_POOLING" \
       "${EVAL_TASKS[@]}" -o "$dir/sts.json"

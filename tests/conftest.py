@@ -263,6 +263,14 @@ def mini(tmp_path) -> Path:
         ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
         + [f"{i}\tA boy runs {i}\tThe kid is running {i}\t{1 + i * 0.7:.1f}\tNEUTRAL" for i in range(5)],
     )
+    trial = [("a dog barks", "an animal that barks", 4.6), ("a feeling of great happiness", "joy", 4.1)]
+    trial += [("two men play guitar", "a woman slices an onion", 1.2), ("the cat sleeps", "a fish swims", 1.9)]
+    trial += [("give new life or vigor to", "revitalize", 4.8), ("a long-necked african animal", "a pet", 2.4)]
+    write(
+        sick / "SICK_trial.txt",
+        ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+        + [f"{i}\t{a}\t{b}\t{score}\tNEUTRAL" for i, (a, b, score) in enumerate(trial)],
+    )
     return tmp_path
 
 

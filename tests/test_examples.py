@@ -103,3 +103,64 @@ def test_scripts_explain_themselves_with_help(script, tmp_path):
     usage = f"examples/{script}"
     assert usage in result.stdout and len(result.stdout.splitlines()) >= 3
     assert not any(tmp_path.iterdir())  # --help does nothing else
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path):
+    """examples/tuned.sh: seeds of a variant, their WiSE-FT merges and a greedy soup, each evaluated."""
+    import json
+
+    import numpy as np
+
+    words = "red blue small large animal tree river stone light dark old new fast slow warm cold".split()
+    rng = np.random.default_rng(0)
+    rows = [
+        {"entry": f"w{i}", "definitions": [" ".join(rng.choice(words, 5))], "split": ["train", "train", "test"][i % 3]}
+        for i in range(30)
+    ]
+    dictionary = tmp_path / "dict.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", dictionary, "-m", tiny_bert, "--kind", "AC", "-o", bank).exit_code == 0
+    out = tmp_path / "tuned"
+    env = {"MODEL": str(tiny_bert), "DICT": str(dictionary), "BANK": str(bank), "SEEDS": "1 2", "LIMIT": "16"}
+    env |= {"EVAL_EVERY": "1", "SOUPS": "cosine", "STS_TASKS": "STS12,STS-B,SICK-R", "LR": "1e-3"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        result = run_script("tuned.sh", out, "cosine", data=mini, cwd=tmp_path)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in ("base/base", "cosine/seed-1", "cosine/seed-2", "cosine/wise-1", "cosine/wise-2", "cosine/soup"):
+        for kind in ("sts", "dev", "dict"):
+            assert (out / f"{name}-{kind}.json").is_file(), f"{name}-{kind}.json missing"
+    info = json.loads((out / "cosine" / "seed-1" / "defsent.json").read_text())
+    assert info["config"]["logits"] == "cosine" and info["config"]["scale"] == 20 and info["eval_on"] == "dev"
+    wise = json.loads((out / "cosine" / "wise-1" / "defsent.json").read_text())
+    assert len(wise["alpha_curve"]) == 11 and wise["selected_score"] >= wise["alpha_curve"][0][1]
+    soup = json.loads((out / "cosine" / "soup" / "defsent.json").read_text())
+    assert soup["method"] == "greedy" and len(soup["greedy"]) == 2
+    stages = (out / "times.tsv").read_text()
+    assert "cosine train seed 2" in stages and "cosine soup" in stages
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):
+    import json
+
+    out = tmp_path / "pst"
+    args = ["--model", tiny_bert, "--dict", tiny_dict, "--out", out, "--seeds", "1 2", "--steps", "2", "--by", "dev"]
+    args += ["--pooling", "mean", "--pooler", "none", "--lr", "1e-3", "--eval-every", "1", "--merge"]
+    args += ["--eval-tasks", "STS-B,SICK-R", "--train-args", "--logits cosine --scale 10"]
+    result = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for step in (1, 2):
+        merged = json.loads((out / f"step-{step}" / "merged" / "defsent.json").read_text())
+        assert merged["kind"] == "merge" and merged["select"] == "dev" and len(merged["alpha_curve"]) == 11
+        info = json.loads((out / f"step-{step}" / "seed-1" / "defsent.json").read_text())
+        assert info["config"]["logits"] == "cosine" and info["config"]["scale"] == 10 and "eval_curve" in info
+        assert json.loads((out / f"step-{step}" / "sts.json").read_text())["model"].endswith("merged")
+    # step 2's bank is embedded by step 1's merged model
+    assert f"embed-entries {tiny_dict} --model {out / 'step-1' / 'merged'} " in result.stderr

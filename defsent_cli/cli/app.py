@@ -17,6 +17,7 @@ from . import (
     ica,
     inspect,
     lookup,
+    merge,
     select_best,
     train,
 )
@@ -29,6 +30,7 @@ COMMAND_MODULES = (
     inspect,
     train,
     select_best,
+    merge,
     lookup,
     eval_dict,
     encode,

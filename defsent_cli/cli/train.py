@@ -10,7 +10,8 @@ import typer
 from .. import distributed
 from ..console import say
 from ..encoder.head import POOLER_MODES
-from ..training.config import BANK_DTYPES, BATCHINGS, TrainConfig
+from ..evaluation.criteria import CRITERIA
+from ..training.config import BANK_DTYPES, BATCHINGS, KEEP, LOGITS, TrainConfig
 from ..training.trainer import train
 from . import options as opt
 from .boundary import guard
@@ -20,6 +21,9 @@ Pooler = opt.choices("Pooler", POOLER_MODES)
 Batching = opt.choices("Batching", BATCHINGS)
 
 BankDtype = opt.choices("BankDtype", BANK_DTYPES)
+Logits = opt.choices("Logits", LOGITS)
+Keep = opt.choices("Keep", KEEP)
+EvalOn = opt.choices("EvalOn", CRITERIA)
 
 
 def train_command(
@@ -85,6 +89,53 @@ def train_command(
             help="How the frozen bank is held: float16 halves its memory in every process (the loss stays float32).",
         ),
     ] = BankDtype.float32,
+    logits: Annotated[
+        Logits,
+        typer.Option(
+            "--logits",
+            help="dot: rep . bank row (DefSent+); cosine: cos(rep, bank row) x --scale, the geometry "
+            "sentence-transformers models were trained in.",
+        ),
+    ] = Logits("dot"),
+    scale: Annotated[
+        float | None, typer.Option("--scale", help="Multiply the logits by this (default: 1 for dot, 20 for cosine).")
+    ] = None,
+    label_smoothing: Annotated[
+        float, typer.Option("--label-smoothing", help="Put this share of the target on all entries evenly.")
+    ] = 0.0,
+    head_warmup_steps: Annotated[
+        int,
+        typer.Option(
+            "--head-warmup-steps",
+            min=0,
+            help="Train only the head for this many steps, then everything (linear probe, then fine-tune: "
+            "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
+        ),
+    ] = 0,
+    eval_every: Annotated[
+        int,
+        typer.Option(
+            "--eval-every",
+            min=0,
+            help="Score the model on --eval-on every N steps and at the end (0: never); the curve goes to "
+            "train_log.jsonl and defsent.json.",
+        ),
+    ] = 0,
+    eval_on: Annotated[
+        EvalOn,
+        typer.Option(
+            "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
+        ),
+    ] = EvalOn("dev"),
+    keep: Annotated[
+        Keep | None,
+        typer.Option(
+            "--keep",
+            help="Which checkpoint to write: best (best score seen; the default with --eval-every) or last.",
+            show_default=False,
+        ),
+    ] = None,
+    data: opt.Data = None,
     device: opt.Device = "auto",
     show_progress: opt.Progress = None,
     force: opt.Force = False,
@@ -119,12 +170,26 @@ def train_command(
         log_every=log_every,
         device=device,
         bank_dtype=opt.value(bank_dtype),
+        logits=opt.value(logits),
+        scale=scale,
+        label_smoothing=label_smoothing,
+        head_warmup_steps=head_warmup_steps,
+        eval_every=eval_every,
+        eval_on=opt.value(eval_on),
+        keep=opt.value(keep),
     ).validate()
-    info = train(dictionary, bank, model, output, config, resume=resume, force=force, show_progress=show_progress)
+    info = train(
+        dictionary, bank, model, output, config, resume=resume, force=force, show_progress=show_progress, data=data
+    )
     if distributed.is_main():
         say(
             f"wrote {output}: {info['steps']} steps, final loss {info['final_loss']}, "
             f"{info['definitions_per_second']} definitions/s"
+            + (
+                f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})"
+                if "eval_curve" in info
+                else ""
+            )
         )
 
 

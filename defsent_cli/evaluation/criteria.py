@@ -1,6 +1,8 @@
 """Scores that choose between models without looking at test data (except ``sts-avg``, which says so).
 
-- ``stsb-dev``: Spearman x100 on the STS-B dev set, the usual model-selection signal;
+- ``dev``: the mean of STS-B dev and SICK-R trial (``SICK_trial.txt``, 500 pairs) Spearman x100: two
+  dev signals, no test data (STS-B dev alone is a narrow proxy for the 7-task average);
+- ``stsb-dev``: Spearman x100 on the STS-B dev set, the usual model-selection signal (SimCSE's);
 - ``dict-dev``: MRR x100 of reverse-dictionary prediction on the dictionary's dev split
   (no external data; the dictionary and bank default to the ones the checkpoint trained on);
 - ``sts-avg``: the 7-task STS test average ('all'), how DefSent+ reported "best of 10":
@@ -20,6 +22,7 @@ from ..formats.checkpoint import read_info
 from ..log import warn
 
 CRITERIA = {
+    "dev": "mean of STS-B dev and SICK-R trial Spearman x100",
     "stsb-dev": "STS-B dev Spearman x100",
     "dict-dev": "reverse-dictionary MRR x100 on the dev split",
     "sts-avg": "7-task STS test average Spearman x100 (selects on TEST data)",
@@ -51,16 +54,18 @@ class Criterion:
         """Load the evaluation data now, so a missing folder fails before any model loads."""
         if self.name == "sts-avg":
             warn("sts-avg selects on the STS TEST sets (as DefSent+ did); report it as such, or select with stsb-dev")
-        if self.name in ("stsb-dev", "sts-avg") and self._tasks is None:
+        if self.name != "dict-dev" and self._tasks is None:
             from .sts_data import load_sts_tasks
 
-            self._tasks = (
-                load_sts_tasks(self.data, ["STS-B"], "dev") if self.name == "stsb-dev" else load_sts_tasks(self.data)
-            )
+            if self.name == "sts-avg":
+                self._tasks = load_sts_tasks(self.data)
+            else:
+                self._tasks = load_sts_tasks(self.data, ["STS-B", "SICK-R"] if self.name == "dev" else ["STS-B"], "dev")
         return self
 
-    def score(self, loaded: LoadedModel) -> float:
-        """The criterion's score of a loaded model (checkpoint info from ``loaded.info``)."""
+    def score(self, loaded: LoadedModel, pooling: str | None = None) -> float:
+        """The criterion's score of a loaded model (checkpoint info from ``loaded.info``); ``pooling``
+        overrides the criterion's (default: the model's own)."""
         self.prepare()
         if self._tasks is not None:
             from .sts import evaluate_sts
@@ -68,7 +73,7 @@ class Criterion:
             result = evaluate_sts(
                 loaded,
                 tasks=self._tasks,
-                pooling=self.pooling,
+                pooling=pooling or self.pooling,
                 batch_size=self.batch_size,
                 show_progress=self.show_progress,
             )

@@ -44,13 +44,16 @@ class QueryEncoder:
 
 
 def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -> QueryEncoder:
-    """A defsent checkpoint uses its trained head and training pooling; any other model uses no head
-    and the pooling of the bank's kind (AC -> cls, AMP -> mean) unless given."""
-    if loaded.source == "defsent" and loaded.info.get("kind", "train") == "train":
+    """How a model reads definitions against a bank: a trained defsent checkpoint with its training pooling
+    and head (the training logits); a merged checkpoint with its own pooling and no head; any other model
+    with no head and the pooling of the bank's kind (AC -> cls, AMP -> mean). ``pooling`` overrides."""
+    kind = loaded.info.get("kind", "train") if loaded.source == "defsent" else None
+    if kind == "train":
         name = pooling or loaded.info.get("train_pooling", "cls")
         head = head_from_info(loaded.model, loaded.info)
     else:
-        name = pooling or str(bank.attrs.get("pooling", "mean"))
+        own = loaded.info.get("pooling") if kind else None
+        name = pooling or own or str(bank.attrs.get("pooling", "mean"))
         head = PoolerHead(None, "identity")
     if bank.vectors.shape[1] != loaded.dim:
         raise DefsentError(f"bank has {bank.vectors.shape[1]} dims but the model {loaded.path} has {loaded.dim}")

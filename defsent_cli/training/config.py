@@ -10,6 +10,11 @@ from ..encoder.pooling import POOLINGS
 from ..errors import DefsentError
 
 TRAIN_POOLINGS = ("cls", "mean")
+LOGITS = ("dot", "cosine")
+KEEP = ("best", "last")
+#: --scale when none is given: DefSent+'s plain dot product has none (1); cosine logits need one
+#: (sentence-transformers' MultipleNegativesRankingLoss, which trained all-MiniLM-L6-v2, uses 20).
+DEFAULT_SCALE = {"dot": 1.0, "cosine": 20.0}
 BATCHINGS = ("bucket", "random")
 BANK_DTYPES = ("float32", "float16")
 DEFAULT_SEED = 42
@@ -55,6 +60,21 @@ class TrainConfig:
     log_every: int = 20
     device: str = "auto"
     bank_dtype: str = "float32"  # float32 | float16: how the frozen bank is held in memory
+    logits: str = "dot"  # dot (DefSent+) | cosine: logits = scale * cos(rep, bank row)
+    scale: float | None = None  # multiplies the logits (default DEFAULT_SCALE[logits])
+    label_smoothing: float = 0.0
+    head_warmup_steps: int = 0  # train only the head for this many steps first (LP-FT)
+    eval_every: int = 0  # score the model on eval_on every N steps (and at the end); 0: never
+    eval_on: str = "dev"  # a criterion of evaluation/criteria.py
+    keep: str | None = None  # best | last (default: best with eval_every, else last)
+
+    @property
+    def logit_scale(self) -> float:
+        return DEFAULT_SCALE[self.logits] if self.scale is None else float(self.scale)
+
+    @property
+    def kept(self) -> str:
+        return self.keep or ("best" if self.eval_every else "last")
 
     def validate(self) -> TrainConfig:
         """Every value checked (one-line DefsentError); returns self."""
@@ -86,4 +106,23 @@ class TrainConfig:
         if self.max_length is not None and self.max_length < 2:
             raise DefsentError("--max-length must be at least 2")
         check_seed(self.seed)
+        if self.logits not in LOGITS:
+            raise DefsentError(f"--logits must be dot or cosine, not {self.logits!r}")
+        check_positive(self.scale, "--scale")
+        if not (math.isfinite(self.label_smoothing) and 0 <= self.label_smoothing < 1):
+            raise DefsentError(f"--label-smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.head_warmup_steps < 0:
+            raise DefsentError("--head-warmup-steps must be 0 or more")
+        if self.head_warmup_steps and self.pooler == "none":
+            raise DefsentError("--head-warmup-steps trains the head first; --pooler none has no head")
+        if self.eval_every < 0:
+            raise DefsentError("--eval-every must be 0 (never) or more")
+        if self.keep not in (None, *KEEP):
+            raise DefsentError(f"--keep must be best or last, not {self.keep!r}")
+        if self.keep == "best" and not self.eval_every:
+            raise DefsentError("--keep best needs --eval-every N (the steps at which checkpoints are scored)")
+        from ..evaluation.criteria import CRITERIA
+
+        if self.eval_on not in CRITERIA:
+            raise DefsentError(f"--eval-on must be one of {', '.join(CRITERIA)}, not {self.eval_on!r}")
         return self

@@ -12,6 +12,10 @@ matrices per batch of 32) and reads the bank twice.
 A bank stored narrower than the representations (``--bank-dtype float16``) is
 upcast one chunk at a time, so the math stays float32 and the only extra memory is
 one float32 chunk.
+
+Label smoothing (``--label-smoothing``) is ``F.cross_entropy``'s: the target puts 1 - eps on the entry
+and eps spread evenly over all entries, so loss = (1 - eps) * CE + eps * mean_j(-log p_j)
+= logsumexp - (1 - eps) * l_label - eps * r . mean(bank): the bank's mean row is all it needs.
 """
 
 from __future__ import annotations
@@ -37,7 +41,9 @@ class _BankCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:
+    def forward(
+        ctx, reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int, smoothing: float, mean_row
+    ) -> torch.Tensor:
         n = reps.shape[0]
         m = torch.full((n,), float("-inf"), dtype=reps.dtype, device=reps.device)
         z = torch.zeros((n,), dtype=reps.dtype, device=reps.device)
@@ -51,6 +57,8 @@ class _BankCrossEntropy(torch.autograd.Function):
             s = s * scale.unsqueeze(1) + weights @ rows
             m = m_new
         gold = bank[labels].to(reps.dtype)
+        if smoothing:
+            gold = (1 - smoothing) * gold + smoothing * mean_row.to(reps.dtype)
         target = (reps * gold).sum(dim=1)
         lse = m + torch.log(z)
         ctx.save_for_backward((s / z.unsqueeze(1) - gold) / n)
@@ -59,15 +67,26 @@ class _BankCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
         (grad_reps,) = ctx.saved_tensors
-        return grad_reps * grad_out, None, None, None
+        return grad_reps * grad_out, None, None, None, None, None
 
 
-def bank_cross_entropy(reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
+def bank_cross_entropy(
+    reps: torch.Tensor,
+    bank: torch.Tensor,
+    labels: torch.Tensor,
+    chunk: int = 2048,
+    label_smoothing: float = 0.0,
+    mean_row: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Mean cross-entropy of ``reps @ bank.T`` against ``labels``; the bank gets no gradient.
 
     The bank is processed ``chunk`` rows at a time (2048 x 384 float32 = 3 MB stays in cache for both
     products of a chunk); a bank of another dtype (float16 storage) is upcast chunk by chunk.
+    ``label_smoothing`` as ``F.cross_entropy``'s; ``mean_row`` (the bank's mean row, computed once by
+    the caller) saves a pass over the bank.
     """
     if reps.dim() != 2 or bank.dim() != 2 or reps.shape[1] != bank.shape[1]:
         raise ValueError(f"shapes do not match: reps {tuple(reps.shape)}, bank {tuple(bank.shape)}")
-    return _BankCrossEntropy.apply(reps, bank.detach(), labels, chunk)
+    if label_smoothing and mean_row is None:
+        mean_row = bank.float().mean(dim=0)
+    return _BankCrossEntropy.apply(reps, bank.detach(), labels, chunk, float(label_smoothing), mean_row)

@@ -1,7 +1,7 @@
 """The resumable training state (docs/formats.md, "Training state"): ``OUTPUT.partial/state.safetensors``.
 
 One safetensors file, written atomically, holds every tensor (model weights, AdamW moments, each
-process's torch RNG state) and, in its metadata, a JSON document with the rest (format, config,
+process's torch RNG state, the best weights kept so far) and, in its metadata, a JSON document with the rest (format, config,
 step, scheduler, Python RNG state, loss log, elapsed time). Reading it runs no code: safetensors
 stores raw tensors and the metadata is parsed as JSON, unlike a pickled ``torch.save`` file, so a
 crafted state file cannot execute anything on ``--resume``.
@@ -64,6 +64,8 @@ def save_state(path: Path, trainer) -> None:
     optimizer, optimizer_doc = _optimizer_tensors(trainer.optimizer.state_dict())
     tensors.update(optimizer)
     tensors.update({f"rng.{rank}": state for rank, state in enumerate(rngs)})
+    extra, extra_tensors = trainer.extra_state()
+    tensors.update({f"extra.{k}": v for k, v in extra_tensors.items()})
     tensors = {k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()}
     version, internal, gauss = random.getstate()
     doc = {
@@ -75,7 +77,7 @@ def save_state(path: Path, trainer) -> None:
         "scheduler": trainer.scheduler.state_dict(),
         "python_rng": [version, list(internal), gauss],
         "log": trainer.log,
-        "extra": trainer.extra_state(),
+        "extra": extra,
         "elapsed": trainer.elapsed,
     }
     tmp = path.with_name(path.name + ".tmp")
@@ -121,4 +123,5 @@ def load_state(path: Path, trainer) -> None:
     version, internal, gauss = doc["python_rng"]
     random.setstate((version, tuple(internal), gauss))
     trainer.step, trainer.log, trainer.elapsed = int(doc["step"]), list(doc["log"]), float(doc["elapsed"])
-    trainer.restore_extra_state(doc.get("extra") or {})
+    extra = {k.removeprefix("extra."): v for k, v in tensors.items() if k.startswith("extra.")}
+    trainer.restore_extra_state(doc.get("extra") or {}, extra)

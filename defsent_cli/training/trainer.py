@@ -38,25 +38,41 @@ from ..encoder.models import load_model
 from ..encoder.pooling import PoolingInput, get_pooling
 from ..encoder.tokenize import pad_batch
 from ..errors import DefsentError
+from ..evaluation.criteria import Criterion
 from ..formats.bank import check_bank_matches, read_bank
 from ..formats.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from ..io import check_output, sha256_file
 from ..log import note
 from .config import TrainConfig
 from .data import Schedule, training_data
+from .dev_eval import DevTracker
 from .loss import bank_cross_entropy
 from .state import STATE_FILE, load_state, save_state
 
 
-def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up to the peak rate, then linear decay to 0 at ``total`` (transformers' linear schedule)."""
+def linear_factor(warmup: int, total: int, start: int = 0):
+    """Linear warm-up to the peak rate, then linear decay to 0 at ``total`` (transformers' linear schedule);
+    0 before ``start`` (the encoder during a head warm-up), the schedule counted from there."""
 
     def factor(step: int) -> float:
+        if step < start:
+            return 0.0
+        step, span = step - start, total - start
         if step < warmup:
             return step / max(1, warmup)
-        return max(0.0, (total - step) / max(1, total - warmup))
+        return max(0.0, (span - step) / max(1, span - warmup))
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return factor
+
+
+def linear_schedule(
+    optimizer: torch.optim.Optimizer, warmup: int, total: int, encoder_start: int = 0
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The linear schedule for every parameter group; the first group (the encoder) starts at ``encoder_start``."""
+    factors = [linear_factor(warmup, total)] * len(optimizer.param_groups)
+    if encoder_start:
+        factors[0] = linear_factor(round(warmup * (total - encoder_start) / max(1, total)), total, encoder_start)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
 
 
 class TrainForward(torch.nn.Module):
@@ -70,9 +86,11 @@ class TrainForward(torch.nn.Module):
         super().__init__()
         self.model, self.head, self.pool = model, head, pool
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.head(self.pool(PoolingInput(states, attention_mask, input_ids)))
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, head_only: bool = False) -> torch.Tensor:
+        with torch.no_grad() if head_only else nullcontext():  # head warm-up: the encoder is a fixed feature map
+            states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            pooled = self.pool(PoolingInput(states, attention_mask, input_ids))
+        return self.head(pooled)
 
 
 class Trainer:
@@ -95,8 +113,12 @@ class Trainer:
             )
         self.device, self.model = self.loaded.device, self.loaded.model
         # float16 halves the bank's memory (it is replicated in every process); the loss math stays float32.
-        self.bank = torch.from_numpy(bank.vectors).to(self.device, getattr(torch, config.bank_dtype))
-        del bank
+        vectors = torch.from_numpy(bank.vectors)
+        if config.logits == "cosine":  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
+            vectors = torch.nn.functional.normalize(vectors, dim=1)
+        self.bank = vectors.to(self.device, getattr(torch, config.bank_dtype))
+        self.bank_mean = vectors.mean(dim=0).to(self.device) if config.label_smoothing else None
+        del bank, vectors
         self.head: PoolerHead = setup_pooler(
             self.model, config.pooler, self.loaded.transformer_dir, self.loaded.missing_keys, warn=distributed.is_main()
         )
@@ -110,9 +132,13 @@ class Trainer:
         self.total_steps = self.schedule.total_steps()
         self.optimizer = self._optimizer()
         self.scheduler = linear_schedule(
-            self.optimizer, round(config.warmup_ratio * self.total_steps), self.total_steps
+            self.optimizer,
+            round(config.warmup_ratio * self.total_steps),
+            self.total_steps,
+            encoder_start=min(config.head_warmup_steps, self.total_steps),
         )
         self.step, self.log, self.elapsed = 0, [], 0.0
+        self.dev: DevTracker | None = None  # set by track_dev()
         if self.world > 1:
             # Each process its own dropout stream (same init everywhere; DDP also broadcasts rank 0's weights).
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
@@ -132,6 +158,15 @@ class Trainer:
             groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
         )
 
+    def track_dev(self, criterion: Criterion) -> None:
+        """Score the model on ``criterion`` every ``eval_every`` steps (rank 0) and keep the best if asked."""
+        if self.config.eval_every:
+            pooling = self.config.inference_pooling or self.config.pooling
+            # the model in training is a defsent checkpoint in the making: dict-dev reads it with its head
+            self.loaded.source = "defsent"
+            self.loaded.info = {"train_pooling": self.config.pooling, "head": self.head.mode_description}
+            self.dev = DevTracker(criterion.prepare(), pooling, self.config.kept)
+
     def distribute(self) -> None:
         """Under torchrun: open the process group and wrap the trainable module in DDP (no-op in one process)."""
         if self.world == 1 or isinstance(self.net, torch.nn.parallel.DistributedDataParallel):
@@ -140,16 +175,26 @@ class Trainer:
         self.net = torch.nn.parallel.DistributedDataParallel(
             self.net,
             device_ids=[self.device] if self.device.type == "cuda" else None,
-            # --pooler none leaves the model's pooler out of the loss: DDP must not wait for its gradients.
-            find_unused_parameters=self.head.dense is None,
+            # --pooler none leaves the model's pooler out of the loss, and a head warm-up the encoder:
+            # DDP must not wait for their gradients.
+            find_unused_parameters=self.head.dense is None or self.config.head_warmup_steps > 0,
         )
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
+        """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row."""
+        config = self.config
         pad_id = self.loaded.tokenizer.pad_token_id or 0
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
-        reps = self.net(input_ids.to(self.device), attention_mask.to(self.device))
+        head_only = self.step < config.head_warmup_steps
+        reps = self.net(input_ids.to(self.device), attention_mask.to(self.device), head_only=head_only)
+        if config.logits == "cosine":
+            reps = torch.nn.functional.normalize(reps, dim=1)
+        if config.logit_scale != 1.0:
+            reps = reps * config.logit_scale
         labels = torch.from_numpy(self.data.labels[index]).to(self.device)
-        return bank_cross_entropy(reps, self.bank, labels)
+        return bank_cross_entropy(
+            reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
+        )
 
     def train_step(self, index: np.ndarray) -> float:
         """One optimiser step on the global batch ``index``; returns its mean loss.
@@ -183,11 +228,12 @@ class Trainer:
 
     # --- what the resumable state carries beyond weights, optimiser and log (see state.py) ---------
 
-    def extra_state(self) -> dict:
-        return {}
+    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
+        return self.dev.state() if self.dev is not None else ({}, {})
 
-    def restore_extra_state(self, extra: dict) -> None:
-        pass
+    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
+        if self.dev is not None:
+            self.dev.restore(extra, tensors)
 
     # --- the loop ----------------------------------------------------------------------------------
 
@@ -200,11 +246,25 @@ class Trainer:
         n_defs = sum(len(self.schedule.batch(s)) for s in range(self.step, self.total_steps))
         window: list[float] = []
         extra = "loss {task.fields[loss]:.3f} lr {task.fields[lr]:.1e}"
+        if self.dev is not None:
+            extra += " " + config.eval_on + " {task.fields[dev]} best {task.fields[best]}"
         with (
             make_progress("defs", show_progress if main else False, extra=extra) as progress,
             open(work_dir / "log.jsonl", "a", encoding="utf-8") if main else nullcontext() as log,
         ):
-            task = progress.add_task("training", total=n_defs, loss=float("nan"), lr=config.lr)
+            task = progress.add_task("training", total=n_defs, loss=float("nan"), lr=config.lr, dev="-", best="-")
+
+            def evaluate() -> None:  # rank 0 scores; the others wait for it
+                if self.dev is not None and main:
+                    row = self.dev.evaluate(self.loaded, self.step)
+                    log.write(json.dumps({"step": self.step, "eval": {config.eval_on: row["score"]}}) + "\n")
+                    log.flush()
+                    best = self.dev.best["score"] if self.dev.best else None
+                    progress.update(task, dev=f"{row['score']:.2f}", best="-" if best is None else f"{best:.2f}")
+                distributed.barrier()
+
+            if self.step == 0:
+                evaluate()  # the untrained model: step 0 of the curve
             started = time.perf_counter() - self.elapsed
             while self.step < self.total_steps:
                 index = self.schedule.batch(self.step)
@@ -229,10 +289,14 @@ class Trainer:
                     if main:
                         log.write(json.dumps(row) + "\n")
                         log.flush()
+                if self.dev is not None and (self.step % config.eval_every == 0 or self.step == self.total_steps):
+                    evaluate()
                 if config.save_every and self.step % config.save_every == 0 and self.step < self.total_steps:
                     self.elapsed = time.perf_counter() - started
                     save_state(work_dir / STATE_FILE, self)
             self.elapsed = time.perf_counter() - started
+        if self.dev is not None:
+            self.dev.restore_best(self.model)
 
     def info(self) -> dict:
         """What ``defsent.json`` records about this run."""
@@ -264,6 +328,24 @@ class Trainer:
             ),
             "final_loss": self.log[-1]["loss"] if self.log else None,
             "loss_curve": [[row["step"], row["loss"]] for row in self.log],
+            **self._dev_info(),
+        }
+
+    def _dev_info(self) -> dict:
+        """The dev curve, which checkpoint was kept, and its score (for defsent.json and the model card)."""
+        if self.dev is None:
+            return {"kept_step": self.step}
+        name, best = self.config.eval_on, self.dev.best
+        kept = best if self.config.kept == "best" and best else self.dev.curve[-1]
+        scores = {f"{name} ({self.dev.criterion.meaning}), step {kept['step']}": kept["score"]}
+        if self.dev.curve and self.dev.curve[0]["step"] == 0:
+            scores[f"{name} of the untrained base model (step 0)"] = self.dev.curve[0]["score"]
+        return {
+            "eval_on": name,
+            "eval_curve": [[row["step"], row["score"]] for row in self.dev.curve],
+            "eval_seconds": round(sum(row["seconds"] for row in self.dev.curve), 1),
+            "kept_step": kept["step"],
+            "scores": scores,
         }
 
 
@@ -294,8 +376,12 @@ def train(
     resume: bool = False,
     force: bool = False,
     show_progress: bool | None = None,
+    data: Path | None = None,
 ) -> dict:
     """Run one training step of PST and write the checkpoint folder; returns its ``defsent.json``.
+
+    With ``config.eval_every`` the model is scored on ``config.eval_on`` (evaluation data under ``data``,
+    default ``$DEFSENT_DATA``) as it trains; see ``dev_eval.py``.
 
     ``OUTPUT.partial/`` holds the loss log and, every ``save_every`` steps, the resumable state; it is
     removed when the checkpoint is written, and by any failure before a state was saved (a saved state
@@ -305,7 +391,12 @@ def train(
     """
     output = check_output(Path(output), force)
     work_dir = _work_dir(output, resume, force)
+    criterion = Criterion(config.eval_on, data, dictionary, bank) if config.eval_every else None
+    if criterion is not None:
+        criterion.prepare()  # missing evaluation data fails before the model loads
     trainer = Trainer(dictionary, bank, base_model, config)
+    if criterion is not None:
+        trainer.track_dev(criterion)
     state_path = work_dir / STATE_FILE
     main = distributed.is_main()
     say = note if main else (lambda message: None)

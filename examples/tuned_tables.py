@@ -1,0 +1,95 @@
+"""The tables of docs/results.md section 1 from an examples/tuned.sh run: every row as mean +- sd over seeds.
+
+    python examples/tuned_tables.py OUT [--order plain,cosine,...]
+
+Reads OUT/<row>-sts.json (test STS, 'all'), OUT/<row>-dev.json (STS-B dev, SICK-R trial), OUT/<row>-dict.json
+(reverse dictionary, held-out test entries), the checkpoints' defsent.json (kept step, alpha) and
+OUT/times.tsv; prints Markdown. Nothing is selected here: the tables show what each recipe gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
+
+
+def load(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def scores(out: Path, name: str) -> dict | None:
+    """Every number of one evaluated model, or None when its evaluations are not all there."""
+    sts, dev, dic = (load(out / f"{name}-{kind}.json") for kind in ("sts", "dev", "dict"))
+    if sts is None or dev is None:
+        return None
+    row = {task: sts["tasks"][task]["spearman"] for task in TASKS if task in sts["tasks"]}
+    row["Avg."] = sts["average"]["spearman"]
+    row["STS-B dev"] = dev["tasks"]["STS-B"]["spearman"]
+    row["SICK-R trial"] = dev["tasks"]["SICK-R"]["spearman"]
+    row["dev"] = (row["STS-B dev"] + row["SICK-R trial"]) / 2
+    if dic is not None:
+        row["MRR"] = dic["mrr"]
+    return row
+
+
+def cell(values: list[float], digits: int) -> str:
+    if not values:
+        return "-"
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def group(out: Path, variant: str, prefix: str) -> tuple[list[dict], list[Path]]:
+    found, folders = [], []
+    for folder in sorted((out / variant).glob(f"{prefix}-*")):
+        if folder.is_dir() and folder.name.split("-")[-1].isdigit():
+            row = scores(out, f"{variant}/{folder.name}")
+            if row is not None:
+                found.append(row)
+                folders.append(folder)
+    return found, folders
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--order", default="author,plain,cosine,smooth,lpft,cosine-lpft,cosine-long")
+    args = parser.parse_args()
+    out = args.out
+    columns = [*TASKS, "Avg.", "STS-B dev", "SICK-R trial", "dev", "MRR"]
+    print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
+    print("|---|---|" + "---|" * (len(columns) + 1))
+    base = scores(out, "base/base")
+    if base:
+        print("| base | - | " + " | ".join(cell([base[c]], 3 if c == "MRR" else 2) if c in base else "-" for c in columns) + " | - |")
+    for variant in args.order.split(","):
+        for prefix, label in (("seed", variant), ("wise", f"{variant} + WiSE-FT")):
+            rows, folders = group(out, variant, prefix)
+            if not rows:
+                continue
+            infos = [load(f / "defsent.json") or {} for f in folders]
+            extra = [str(i.get("kept_step", "")) if prefix == "seed" else f"{i.get('alpha', '')}" for i in infos]
+            cells = [cell([r[c] for r in rows if c in r], 3 if c == "MRR" else 2) for c in columns]
+            print(f"| {label} | {len(rows)} | " + " | ".join(cells) + f" | {', '.join(extra)} |")
+        soup = scores(out, f"{variant}/soup")
+        if soup:
+            info = load(out / variant / "soup" / "defsent.json") or {}
+            kept = len(info.get("soup", []))
+            cells = [cell([soup[c]], 3 if c == "MRR" else 2) if c in soup else "-" for c in columns]
+            print(f"| {variant} greedy soup ({kept} kept) + WiSE-FT | 1 | " + " | ".join(cells) + f" | {info.get('alpha', '')} |")
+    times = out / "times.tsv"
+    if times.is_file():
+        print("\n| stage | seconds |\n|---|---|")
+        for line in times.read_text().splitlines():
+            name, seconds, _ = line.split("\t", 2)
+            print(f"| {name} | {seconds} |")
+
+
+if __name__ == "__main__":
+    main()
