@@ -1,12 +1,21 @@
-"""File plumbing every stage shares: output checks, atomic writes, line and JSONL readers, hashing."""
+"""File plumbing every stage shares: path checks, atomic writes, stdout, line and JSONL readers, hashing.
+
+Every check of a path lives here: :func:`check_input` (exists, and is a file or a folder as expected)
+and :func:`check_output` (not there unless ``--force``, never a folder where a file goes or the other
+way round, its folder exists). Every write is atomic (:func:`atomic_path`: a temporary file beside
+the target, flushed and fsynced, then renamed; removed on any failure) and stdout is written and
+flushed at once (:func:`write_stdout`), so a full disk or a closed pipe is an error, never a success.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -15,14 +24,46 @@ from pathlib import Path
 from .errors import DefsentError
 
 
-def check_output(path: str | Path, force: bool = False) -> Path:
-    """Refuse to overwrite an existing output (file or folder) unless ``force``; its folder must exist."""
+def check_input(path: str | Path, kind: str = "file") -> Path:
+    """An input that exists and is a ``file`` or a ``folder`` (``-`` is stdin and passes)."""
     path = Path(path)
-    if path.exists() and not force:
-        raise DefsentError("output exists; pass --force to overwrite", path=path)
-    if not path.parent.exists():
-        raise DefsentError("output directory does not exist", path=path.parent)
+    if str(path) == "-":
+        return path
+    if not path.exists():
+        raise DefsentError("no such file or folder", path=path)
+    if kind == "file" and not path.is_file():
+        raise DefsentError("is a folder, expected a file", path=path)
+    if kind == "folder" and not path.is_dir():
+        raise DefsentError("is a file, expected a folder", path=path)
     return path
+
+
+def check_output(path: str | Path, force: bool = False, kind: str = "file") -> Path:
+    """Where an output (a ``file`` or a ``folder``) goes: not there unless ``force``, not the other kind
+    of thing, in a folder that exists."""
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        if not force:
+            raise DefsentError("output exists; pass --force to overwrite", path=path)
+        if kind == "file" and path.is_dir():
+            raise DefsentError("output is a folder; give a file name", path=path)
+        if kind == "folder" and not path.is_dir():
+            raise DefsentError("output is a file; give a folder name", path=path)
+    if not path.parent.is_dir():
+        raise DefsentError("output folder does not exist", path=path.parent)
+    return path
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def fsync_tree(folder: str | Path) -> None:
+    """fsync every file below ``folder`` (before a folder written in place of another is renamed)."""
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            _fsync(path)
 
 
 @contextlib.contextmanager
@@ -34,11 +75,40 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        _fsync(tmp_path)  # a full disk surfaces here at the latest, before the output appears
         os.replace(tmp_path, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        if is_io_failure(exc):
+            raise as_os_error(exc, path) from exc
         raise
+
+
+_OS_ERROR_TEXT = re.compile(r"os error (\d+)|errno = (\d+)", re.IGNORECASE)
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """An OSError, or a library's own exception that wraps one (safetensors says "os error 28")."""
+    return isinstance(exc, OSError) or (isinstance(exc, Exception) and bool(_OS_ERROR_TEXT.search(str(exc))))
+
+
+def as_os_error(exc: BaseException, path: str | Path) -> OSError:
+    """The same failure, told about the output the user named (not a temporary file), with an errno where
+    a library (h5py, numpy, safetensors) gave only text."""
+    number = getattr(exc, "errno", None)
+    text = getattr(exc, "strerror", None) or " ".join(str(exc).split())
+    match = _OS_ERROR_TEXT.search(text)
+    if number is None and match:
+        number = int(match.group(1) or match.group(2))
+    if number is None:
+        lowered = text.lower()
+        for needle, code in (("no space left", errno.ENOSPC), ("file too large", errno.EFBIG),
+                             ("permission denied", errno.EACCES), ("read-only", errno.EROFS)):  # fmt: skip
+            if needle in lowered:
+                number = code
+                break
+    return OSError(number, text, str(path) if path else None)
 
 
 @contextlib.contextmanager
@@ -46,6 +116,35 @@ def atomic_text(path: str | Path, encoding: str = "utf-8") -> Iterator[io.TextIO
     """Open a text file for writing that appears at ``path`` only when complete."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding=encoding, newline="\n") as fh:
         yield fh
+
+
+def _write_all(fh, data) -> None:
+    """Every byte of ``data``, however many a raw (unbuffered) write takes per call."""
+    view = memoryview(data)
+    while view:
+        written = fh.write(view)
+        view = view[written if written is not None else len(view) :]
+
+
+def write_bytes(path: str | Path, data) -> None:
+    """Atomically write bytes."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        _write_all(fh, data)
+
+
+@contextlib.contextmanager
+def hdf5_output(path: str | Path):
+    """An HDF5 file built in memory, written (atomically) only when the block ends without an error.
+
+    h5py writes a file on disk lazily and can crash the whole process when the disk fills while it
+    flushes; building the file in memory and writing its bytes ourselves turns a full disk into an
+    ordinary error."""
+    import h5py
+
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as h5:
+        yield h5
+    write_bytes(path, buffer.getbuffer())
 
 
 def write_json(path: str | Path, obj: object) -> None:
@@ -65,6 +164,18 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
     return n
 
 
+def write_stdout(data: bytes | str) -> None:
+    """Write to stdout and flush now: a full disk or a closed pipe raises here (and the command fails)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        sys.stdout.flush()
+        _write_all(sys.stdout.buffer, data)  # an unbuffered stdout (python -u) may take part of it per write
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, "<stdout>") from None
+
+
 def open_text(path: str | Path, encoding: str = "utf-8") -> io.TextIOBase:
     """Open a text input, '-' meaning stdin; a missing file is a DefsentError."""
     if str(path) == "-":
@@ -77,22 +188,28 @@ def open_text(path: str | Path, encoding: str = "utf-8") -> io.TextIOBase:
         raise DefsentError("is a directory, expected a file", path=path) from None
 
 
-def iter_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the line ending (LF or CRLF) removed."""
+def iter_lines(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` with the line ending (LF or CRLF) removed; ``hint`` ends the message
+    of an undecodable file (e.g. "; pass --encoding utf-16" where the command has that option)."""
     fh = open_text(path, encoding)
+    number = 0
     try:
         for number, line in enumerate(fh, start=1):
             yield number, line.rstrip("\r\n")
     except UnicodeDecodeError as exc:
-        raise DefsentError(f"not valid {encoding} text ({exc.reason}); try --encoding", path=path) from None
+        raise DefsentError(
+            f"not valid {encoding} text ({exc.reason}){hint}",
+            path="<stdin>" if str(path) == "-" else path,
+            line=number + 1,
+        ) from None
     finally:
         if str(path) != "-":
             fh.close()
 
 
-def iter_jsonl(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
+def iter_jsonl(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, object)`` for each non-blank JSONL line."""
-    for number, line in iter_lines(path, encoding):
+    for number, line in iter_lines(path, encoding, hint):
         if not line.strip():
             continue
         try:
@@ -106,8 +223,7 @@ def iter_jsonl(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
 
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes (a missing file or a folder is a one-line error)."""
-    if not Path(path).is_file():
-        raise DefsentError("no such file" if not Path(path).exists() else "is a directory, expected a file", path=path)
+    check_input(path)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

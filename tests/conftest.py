@@ -226,7 +226,12 @@ def angle_pair(p: float) -> str:
 @pytest.fixture
 def mini(tmp_path) -> Path:
     """A SentEval-layout folder: STS12 with 2 of 5 subsets (CRLF, an unscored pair), STS16 in the original
-    SemEval naming (4 columns, trailing blank line), STS-B dev/test and SICK test."""
+    SemEval naming (4 columns, trailing blank line), STS-B dev/test, SICK test and trial."""
+    return build_mini(tmp_path)
+
+
+def build_mini(tmp_path: Path) -> Path:
+    """The ``mini`` folder below ``tmp_path`` (returns ``tmp_path``; the data is in ``senteval/``)."""
     sts = tmp_path / "senteval" / "downstream" / "STS"
     year = sts / "STS12-en-test"
     # MSRpar = subset A, with an unscored pair in the middle, CRLF line endings

@@ -1,14 +1,20 @@
 """The one error boundary every command runs inside, and the renderer of the library's messages.
 
-- :class:`~defsent_cli.errors.DefsentError` -> ``error: <one line>`` on stderr, its exit code (2 for bad
-  input); Ctrl-C -> ``interrupted``, exit 130.
-- The ``defsent`` logger (:mod:`defsent_cli.log`) -> ``warning: ...`` / plain notes on stderr, rank 0 only.
+Exit codes (README, "Conventions"): 0 success; 2 bad usage or bad input (a DefsentError, an unknown
+option or choice, a path that does not exist or is the wrong kind of thing); 1 a failure while running
+on valid input (the disk full, no permission, stdout closed, out of memory, an error inside a library
+we call); 130 interrupted. Every failure is one line on stderr, ``error: ...``, naming the file where
+there is one; never a traceback (``DEFSENT_DEBUG=1`` shows it).
+
+The ``defsent`` logger (:mod:`defsent_cli.log`) -> ``warning: ...`` / plain notes on stderr, rank 0 only.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +31,7 @@ except ImportError:  # pragma: no cover - older typer parses with Click itself
 from .. import distributed
 from ..console import err_console
 from ..errors import DefsentError
+from ..io import as_os_error, is_io_failure
 from ..log import logger
 
 
@@ -54,19 +61,73 @@ def fail(message: str, exit_code: int = 2) -> typer.Exit:
     return typer.Exit(_fail(message, exit_code))
 
 
+#: OSError numbers that say a path was wrong (bad input, exit 2); any other OSError is a failure (exit 1).
+_PATH_ERRORS = {errno.ENOENT: "no such file or folder", errno.EISDIR: "is a folder", errno.ENOTDIR: "not a folder"}
+_RUNTIME_ERRORS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large for this file system or limit",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "read-only file system",
+    errno.EPIPE: "output closed (broken pipe)",
+    errno.EIO: "input/output error",
+}
+
+
+def os_error_message(exc: OSError) -> tuple[str, int]:
+    """One line and an exit code for an OSError: what went wrong, and with which file."""
+    where = exc.filename or ("<stdout>" if exc.errno == errno.EPIPE else None)
+    if exc.errno in _PATH_ERRORS:
+        text, code = _PATH_ERRORS[exc.errno], 2
+    else:
+        text, code = _RUNTIME_ERRORS.get(exc.errno, exc.strerror or type(exc).__name__), 1
+    return (f"{where}: {text}" if where else text), code
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's last flush cannot fail too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout without a file descriptor
+        pass
+
+
 def guard(fn: Callable) -> Callable:
-    """Run a command inside the boundary: a DefsentError is one line and its exit code, never a traceback."""
+    """Run a command inside the boundary: every failure is one line and its exit code, never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         install_log_handler()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            sys.stdout.flush()  # a stdout that cannot take the data is a failure, not a success
+            return result
         except DefsentError as exc:
             raise fail(str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("[red]interrupted[/red]")
             raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except OSError as exc:
+            if os.environ.get("DEFSENT_DEBUG"):
+                raise
+            if exc.errno == errno.EPIPE:
+                _quiet_stdout()
+            message, code = os_error_message(exc)
+            raise fail(message, code) from None
+        except MemoryError:
+            raise fail("out of memory; try a smaller --batch-size", 1) from None
+        except Exception as exc:  # noqa: BLE001 - the boundary: a library's error is one line, not a traceback
+            if os.environ.get("DEFSENT_DEBUG"):
+                raise
+            if is_io_failure(exc):  # a library's own wrapper of an OSError (safetensors: "os error 28")
+                message, code = os_error_message(as_os_error(exc, getattr(exc, "filename", None) or ""))
+                raise fail(message, code) from None
+            text = " ".join(str(exc).split())[:300]
+            raise fail(f"{type(exc).__name__}: {text} (DEFSENT_DEBUG=1 shows the traceback)", 1) from None
 
     return wrapper
 

@@ -14,7 +14,7 @@ from ..dictionary.sources import DEFAULT_WORDNET_DIR, FORMATS
 from ..dictionary.stats import dictionary_stats
 from ..encoder.models import load_tokenizer
 from ..formats.dictionary import SPLITS, read_dictionary, write_dictionary
-from ..io import check_output
+from ..io import check_output, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import show, stats_table
@@ -126,7 +126,7 @@ def dict_stats(
     tokenizer = load_tokenizer(tokenizer_dir) if tokenizer_dir is not None else None
     stats = dictionary_stats(read_dictionary(path), tokenizer)
     if as_json:
-        typer.echo(json.dumps(stats, indent=2))
+        write_stdout(json.dumps(stats, indent=2) + "\n")
     else:
         show(stats_table(stats, title=str(path)), to_stdout=True)
 

@@ -12,7 +12,7 @@ from ..encoder.models import load_model
 from ..encoder.pooling import parse_layers
 from ..evaluation.ditto import search_heads
 from ..evaluation.sts_data import load_sts_tasks
-from ..io import write_json
+from ..io import write_json, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import show
@@ -55,7 +55,7 @@ def ditto_search(
     for row in rows[:top]:
         table.add_row(row["head"], f"{row['spearman']:.2f}", f"{row['pearson']:.2f}")
     show(table, to_stdout=False)
-    typer.echo(rows[0]["head"])  # stdout: the best head, for --ditto-head "$(defsent ditto-search ...)"
+    write_stdout(rows[0]["head"] + "\n")  # stdout: the best head, for --ditto-head "$(defsent ditto-search ...)"
     if output is not None:
         seconds = round(time.perf_counter() - started, 2)
         write_json(

@@ -70,8 +70,8 @@ def encode_command(
     if output is None and sys.stdout.isatty():
         raise DefsentError("refusing to write binary .npy to a terminal; redirect stdout or pass -o FILE")
     if output is not None:
-        vector_format(output)
         check_output(output, force)
+        vector_format(output)
     # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
     from_stdin = distributed.active() and "-" in sources
     texts: list[str] = []

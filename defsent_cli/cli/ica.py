@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +33,12 @@ def ica(
         Method, typer.Option("--method", help="ica (FastICA, DefSent+) or whiten (PCA whitening, Su et al. 2021).")
     ] = Method.ica,
     scale: Annotated[
-        float, typer.Option("--scale", help="Multiply the transformed vectors by this (DefSent+: 100).")
+        float,
+        typer.Option(
+            "--scale",
+            callback=opt.number(0.0, low_open=True),
+            help="Multiply the transformed vectors by this (DefSent+: 100).",
+        ),
     ] = 100.0,
     rescale: Annotated[
         bool,
@@ -49,7 +53,9 @@ def ica(
         WhitenMode, typer.Option("--whiten", help="FastICA whiten: unit-variance or arbitrary-variance.")
     ] = WhitenMode.unit_variance,
     fun: Annotated[Fun, typer.Option("--fun", help="FastICA nonlinearity.")] = Fun.logcosh,
-    tol: Annotated[float, typer.Option("--tol", min=0.0, help="FastICA convergence tolerance.")] = 1e-4,
+    tol: Annotated[
+        float, typer.Option("--tol", callback=opt.NON_NEGATIVE, help="FastICA convergence tolerance.")
+    ] = 1e-4,
     max_iter: Annotated[int, typer.Option("--max-iter", min=1, help="FastICA iteration limit.")] = 1000,
     seed: Annotated[
         int, typer.Option("--seed", min=0, max=2**32 - 1, help="FastICA random_state (its starting unmixing matrix).")
@@ -73,10 +79,6 @@ def ica(
       defsent ica bank.h5 -o bank-ica.h5
       defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5   # no refit
     """
-    if not (math.isfinite(scale) and scale != 0):
-        raise DefsentError(f"--scale must be a finite non-zero number, got {scale}")
-    if not math.isfinite(tol):
-        raise DefsentError(f"--tol must be finite, got {tol}")
     check_output(check_bank_path(output), force)
     bank = read_bank(bank_path)
     try:

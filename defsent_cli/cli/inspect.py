@@ -10,7 +10,7 @@ import typer
 
 from ..console import err_console, say
 from ..formats.vectors import load_space
-from ..io import check_output, write_json
+from ..io import check_output, write_json, write_stdout
 from ..space.isotropy import space_report
 from . import options as opt
 from .boundary import guard
@@ -61,7 +61,7 @@ def inspect(
         write_json(output, document)
         say(f"wrote {output}")
     if as_json:
-        typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        write_stdout(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     if plot is not None:
         from ..space.plots import plot_spaces
 

@@ -11,7 +11,7 @@ import typer
 
 from ..errors import DefsentError
 from ..evaluation.reverse_dict import load_bank_for, load_query_encoder, top_k
-from ..io import read_texts
+from ..io import read_texts, write_stdout
 from . import options as opt
 from .boundary import guard
 
@@ -61,15 +61,15 @@ def lookup_command(
     encoder = load_query_encoder(model, entries, opt.value(pooling), device)
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)
+    lines = []
     for query, rows, values in zip(queries, indices, scores, strict=True):
         hits = [{"entry": entries.entries[i], "score": round(float(s), 4)} for i, s in zip(rows, values, strict=True)]
         if as_json:
-            sys.stdout.write(json.dumps({"query": query, "results": hits}, ensure_ascii=False) + "\n")
+            lines.append(json.dumps({"query": query, "results": hits}, ensure_ascii=False))
         else:
-            sys.stdout.write(f"{query}\n")
-            for rank, hit in enumerate(hits, 1):
-                sys.stdout.write(f"  {rank:>2}. {hit['entry']}\t{hit['score']:.4f}\n")
-    sys.stdout.flush()
+            lines.append(query)
+            lines.extend(f"  {rank:>2}. {hit['entry']}\t{hit['score']:.4f}" for rank, hit in enumerate(hits, 1))
+    write_stdout("".join(line + "\n" for line in lines))
 
 
 def register(app: typer.Typer) -> None:

@@ -76,7 +76,7 @@ def merge_command(
     defsent.json records the models, the weights and the whole alpha curve.
     """
     started = time.perf_counter()
-    check_output(output, force)
+    check_output(output, force, kind="folder")
     alphas = parse_alphas(alpha) if alpha is not None else None
     if opt.value(method) == "greedy" and select is None:
         raise DefsentError("--method greedy needs --select CRITERION (e.g. --select dev)")

@@ -6,6 +6,7 @@ are Enums, so Click validates them (and lists them in ``--help``) before any wor
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +21,38 @@ from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
 def value(choice: Any) -> Any:
     """The plain value of an Enum choice (None and plain values pass through)."""
     return choice.value if isinstance(choice, Enum) else choice
+
+
+def number(low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False):
+    """A click callback: the value must be a finite number in [low, high] (open ends where asked).
+
+    Click's own ranges let nan and inf through (every comparison with nan is false), so every float
+    option of every command goes through one of these."""
+
+    def check(ctx, param, value):
+        if value is None:
+            return value
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            ok = math.isfinite(v)
+            ok = ok and (low is None or (v > low if low_open else v >= low))
+            ok = ok and (high is None or (v < high if high_open else v <= high))
+            if not ok:
+                bounds = []
+                if low is not None:
+                    bounds.append(f"{'>' if low_open else '>='} {low:g}")
+                if high is not None:
+                    bounds.append(f"{'<' if high_open else '<='} {high:g}")
+                where = f" {' and '.join(bounds)}" if bounds else ""
+                raise typer.BadParameter(f"{v} is not a finite number{where}")
+        return value
+
+    return check
+
+
+POSITIVE = number(0.0, low_open=True)
+NON_NEGATIVE = number(0.0)
+FRACTION = number(0.0, 1.0, high_open=True)
 
 
 def choices(name: str, values) -> type[Enum]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,7 @@ from ..console import err_console, say
 from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
 from ..evaluation.selection import check_link, link_winner, select_best
-from ..io import check_output, write_json
+from ..io import check_output, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import ranking_table
@@ -70,7 +69,7 @@ def select_best_command(
     if link is not None:
         link_winner(winner, link, copy, force)
         say(f"{link} -> {winner}")
-    sys.stdout.write(f"{winner}\n")
+    write_stdout(f"{winner}\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -54,18 +54,26 @@ def train_command(
             "activation: for untrained poolers and ICA banks), auto.",
         ),
     ] = Pooler.auto,
-    lr: Annotated[float, typer.Option("--lr", help="Peak learning rate.")] = 2e-5,
+    lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Peak learning rate.")] = 2e-5,
     head_lr: Annotated[
-        float | None, typer.Option("--head-lr", help="Peak learning rate of the head's dense layer (default: --lr).")
+        float | None,
+        typer.Option(
+            "--head-lr", callback=opt.POSITIVE, help="Peak learning rate of the head's dense layer (default: --lr)."
+        ),
     ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Definitions per step.")] = 32,
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training definitions.")] = 1,
     warmup_ratio: Annotated[
-        float, typer.Option("--warmup-ratio", help="Share of steps for linear warm-up (DefSent: 0.1).")
+        float,
+        typer.Option("--warmup-ratio", callback=opt.FRACTION, help="Share of steps for linear warm-up (DefSent: 0.1)."),
     ] = 0.0,
-    weight_decay: Annotated[float, typer.Option("--weight-decay", help="AdamW weight decay.")] = 0.0,
-    adam_eps: Annotated[float, typer.Option("--adam-eps", help="AdamW epsilon.")] = 1e-6,
-    max_grad_norm: Annotated[float, typer.Option("--max-grad-norm", help="Gradient clipping norm.")] = 1.0,
+    weight_decay: Annotated[
+        float, typer.Option("--weight-decay", callback=opt.NON_NEGATIVE, help="AdamW weight decay.")
+    ] = 0.0,
+    adam_eps: Annotated[float, typer.Option("--adam-eps", callback=opt.POSITIVE, help="AdamW epsilon.")] = 1e-6,
+    max_grad_norm: Annotated[
+        float, typer.Option("--max-grad-norm", callback=opt.POSITIVE, help="Gradient clipping norm.")
+    ] = 1.0,
     seed: opt.Seed = opt.SEED_DEFAULT,
     max_length: opt.MaxLength = None,
     max_steps: Annotated[
@@ -98,10 +106,16 @@ def train_command(
         ),
     ] = Logits("dot"),
     scale: Annotated[
-        float | None, typer.Option("--scale", help="Multiply the logits by this (default: 1 for dot, 20 for cosine).")
+        float | None,
+        typer.Option(
+            "--scale", callback=opt.POSITIVE, help="Multiply the logits by this (default: 1 for dot, 20 for cosine)."
+        ),
     ] = None,
     label_smoothing: Annotated[
-        float, typer.Option("--label-smoothing", help="Put this share of the target on all entries evenly.")
+        float,
+        typer.Option(
+            "--label-smoothing", callback=opt.FRACTION, help="Put this share of the target on all entries evenly."
+        ),
     ] = 0.0,
     head_warmup_steps: Annotated[
         int,

@@ -22,6 +22,7 @@ FORMATS = ("auto", "wordnet", "oxford", "tsv", "defsent-csv", "jsonl")
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
 WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 DEFSENT_SEPARATOR = "<|list_more_def|>"
+ENCODING_HINT = "; pass --encoding (e.g. utf-16 for the DefSent+ CSV)"
 WORDNET_HINT = "pass a WordNet database directory (apt-get install wordnet-base gives /usr/share/wordnet) or files"
 
 _ADJ_MARKER = re.compile(r"\((?:a|p|ip)\)$")
@@ -57,7 +58,7 @@ def _sniff_encoding(path: str | Path, encoding: str) -> str:
 
 def _text_lines(path: str | Path, encoding: str) -> Iterator[tuple[int, str]]:
     """Non-blank lines with numbers; a leading byte-order mark is dropped."""
-    for number, line in iter_lines(path, _sniff_encoding(path, encoding)):
+    for number, line in iter_lines(path, _sniff_encoding(path, encoding), ENCODING_HINT):
         if number == 1:
             line = line.lstrip("\ufeff")
         if line.strip():
@@ -173,7 +174,7 @@ def read_defsent_csv(path: str | Path, encoding: str = "utf-8", source: str | No
 
 def read_jsonl(path: str | Path, encoding: str = "utf-8") -> Iterator[Entry]:
     """Yield validated :class:`Entry` objects from a dictionary JSONL file (repeats allowed: they merge)."""
-    return iter_entries(path, encoding, unique=False)
+    return iter_entries(path, encoding, unique=False, hint=ENCODING_HINT)
 
 
 def detect_format(path: str | Path, encoding: str = "utf-8") -> str:

@@ -66,7 +66,7 @@ def prepare_pooling(
             loaded.model.config._attn_implementation = "eager"
     weighting = pool.weighting
     if idf_corpus is not None and getattr(weighting, "kind", None) == "idf":
-        ids = tokenize(list(idf_corpus), loaded.tokenizer, pool, max_length or loaded.max_length)
+        ids = tokenize(list(idf_corpus), loaded.tokenizer, pool, loaded.token_limit(max_length))
         pool = replace(pool, weighting=weighting.fit(ids, len(loaded.tokenizer)))
     return pool
 
@@ -193,9 +193,7 @@ def encode(
     rank 0 gets the matrix, the other ranks ``None``.
     """
     pool = prepare_pooling(pooling, loaded)
-    limit = max_length or loaded.max_length
-    if limit < 2:
-        raise DefsentError("--max-length must be at least 2")
+    limit = loaded.token_limit(max_length)
     if not texts:
         return np.zeros((0, loaded.dim), dtype=np.float32)
     id_lists = tokenize(texts, loaded.tokenizer, pool, limit)

@@ -68,6 +68,16 @@ class LoadedModel:
     def dim(self) -> int:
         return int(self.model.config.hidden_size)
 
+    def token_limit(self, max_length: int | None = None) -> int:
+        """``--max-length`` checked against what the model takes (default: the model's limit)."""
+        if max_length is None:
+            return self.max_length
+        if not 2 <= max_length <= self.max_length:
+            raise DefsentError(
+                f"--max-length {max_length} is outside what {self.path} takes (2 to {self.max_length} tokens)"
+            )
+        return int(max_length)
+
 
 def _read_json(path: Path) -> dict | list:
     try:

@@ -93,6 +93,7 @@ class EncodeSpec:
         show_progress: bool | None = None,
     ) -> Encoder:
         """The Encoder for this model: pooling fitted to it, post-processing loaded or fitted."""
+        loaded.token_limit(max_length)  # a --max-length the model cannot take fails before any work
         weighting = build_weighting(
             loaded.tokenizer,
             None if self.weighting == "none" else self.weighting,
@@ -103,6 +104,8 @@ class EncodeSpec:
             self.pooling or loaded.default_pooling, self.layers, self.template, self.ditto_head, weighting
         )
         corpus = None if self.idf_corpus is None else read_texts([self.idf_corpus], skip_blank=True)
+        if corpus is not None and not corpus:
+            raise DefsentError("--idf-corpus has no lines to count document frequencies on", path=self.idf_corpus)
         pooling = prepare_pooling(pooling, loaded, idf_corpus=corpus, max_length=max_length)
         if corpus is not None:
             pooling.weighting.corpus = str(self.idf_corpus)
@@ -125,6 +128,8 @@ class EncodeSpec:
         chain = parse_post(self.post)
         if self.fit_on is not None:
             texts = read_texts([self.fit_on], skip_blank=True)
+            if not texts:
+                raise DefsentError("--fit-on has no sentences to fit on", path=self.fit_on)
             plain = replace(encoder, post=None)
             chain.fit(plain(texts, f"fit set {Path(self.fit_on).name}"))
             chain.attrs["fit_on"] = str(self.fit_on)

@@ -34,7 +34,7 @@ def all_head_vectors(
     Entry [l, h] equals ``encode(texts, pooling=ditto with head l+1-h+1)`` (same layer set).
     """
     pool = prepare_pooling(build_pooling("ditto", layers=layers, ditto_head="1-1"), loaded)  # every head is read
-    ids = tokenize(texts, loaded.tokenizer, pool, max_length or loaded.max_length)
+    ids = tokenize(texts, loaded.tokenizer, pool, loaded.token_limit(max_length))
     config = loaded.model.config
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     out = np.zeros((n_layers, n_heads, len(texts), loaded.dim), dtype=np.float32)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
+from ..io import check_input
 from .common import resolve_data_root, task_folder
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")
@@ -64,6 +65,7 @@ class TransferTask:
 def _read(path: Path, encoding: str) -> str:
     if not path.exists():
         raise DefsentError("file not found; check --data", path=path)
+    check_input(path)
     try:
         return path.read_text(encoding=encoding)
     except UnicodeDecodeError as exc:
@@ -86,6 +88,9 @@ def _load_binary(folder: Path, pos: str, neg: str) -> tuple[list[str], np.ndarra
     """Two files of one sentence per line (latin-1, as SentEval reads them); label 1 for ``pos``."""
     pos_lines = [line.split() for line in _read(folder / pos, "latin-1").splitlines()]
     neg_lines = [line.split() for line in _read(folder / neg, "latin-1").splitlines()]
+    for name, lines in ((pos, pos_lines), (neg, neg_lines)):
+        if not any(lines):
+            raise DefsentError("has no sentences: a class with no examples cannot be scored", path=folder / name)
     return _sorted(pos_lines + neg_lines, [1] * len(pos_lines) + [0] * len(neg_lines))
 
 
@@ -166,6 +171,19 @@ def load_transfer_task(data_root: str | Path | None, name: str) -> TransferTask:
 
 
 def load_transfer_tasks(data_root: str | Path | None, tasks: str | Sequence[str] | None = None) -> list[TransferTask]:
-    """Load the named transfer tasks (default: all seven)."""
+    """Load the named transfer tasks (default: all seven); each must have data to score."""
     root = resolve_data_root(data_root)
-    return [load_transfer_task(root, name) for name in parse_transfer_tasks(tasks)]
+    loaded = [load_transfer_task(root, name) for name in parse_transfer_tasks(tasks)]
+    for task in loaded:
+        check_task(task)
+    return loaded
+
+
+def check_task(task: TransferTask) -> None:
+    """Every part has examples, and what the classifier trains on has at least two classes (else any
+    accuracy would be meaningless: one class is 100% by construction)."""
+    for part, (_, labels) in task.parts.items():
+        if len(labels) == 0:
+            raise DefsentError(f"{task.name}: the {part} part has no examples", path=task.folder)
+        if part != "test" and len(np.unique(labels)) < 2:
+            raise DefsentError(f"{task.name}: the {part} part has examples of one class only", path=task.folder)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import atomic_path, sha256_file
+from ..io import hdf5_output, sha256_file
 from .dictionary import SPLITS, bank_entries
 
 BANK_FORMAT = "defsent-bank/1"
@@ -57,7 +57,7 @@ def write_bank(path: str | Path, bank: Bank) -> None:
     """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts`` + attrs)."""
     import h5py
 
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as h5:
+    with hdf5_output(path) as h5:
         h5.create_dataset("entries", data=bank.entries, dtype=h5py.string_dtype("utf-8"))
         h5.create_dataset("vectors", data=np.asarray(bank.vectors, dtype=np.float32))
         h5.create_dataset("counts", data=np.asarray(bank.counts, dtype=np.int32))

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import DefsentError
-from ..io import check_output
+from ..io import as_os_error, check_output, fsync_tree, is_io_failure
 
 CHECKPOINT_FORMAT = "defsent-checkpoint/1"
 INFO_FILE = "defsent.json"
@@ -144,7 +144,7 @@ def save_checkpoint(
 ) -> Path:
     """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
     ``files`` maps extra file names to the paths copied in (e.g. the loss log)."""
-    output = check_output(output, force)
+    output = check_output(output, force, kind="folder")
     tmp = output.with_name(f".{output.name}.writing")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -156,6 +156,7 @@ def save_checkpoint(
         (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
         for name, source in (files or {}).items():
             shutil.copyfile(source, tmp / name)
+        fsync_tree(tmp)  # a full disk surfaces before the checkpoint appears
         if output.exists():
             old = output.with_name(f".{output.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -164,7 +165,9 @@ def save_checkpoint(
             shutil.rmtree(old, ignore_errors=True)
         else:
             tmp.rename(output)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if is_io_failure(exc):
+            raise as_os_error(exc, output) from exc
         raise
     return output

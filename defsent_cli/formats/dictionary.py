@@ -68,13 +68,13 @@ def entry_from_json(obj: dict, path: str | Path, number: int) -> Entry:
     return Entry(entry, definitions, sources, split)
 
 
-def iter_entries(path: str | Path, encoding: str = "utf-8", unique: bool = True) -> Iterator[Entry]:
+def iter_entries(path: str | Path, encoding: str = "utf-8", unique: bool = True, hint: str = "") -> Iterator[Entry]:
     """Stream validated entries; ``unique``: a repeated entry string is an error naming both lines.
 
     (Two lines with one entry would give it two bank rows; build-dict merges them instead.)
     """
     seen: dict[str, int] = {}
-    for number, obj in iter_jsonl(path, encoding):
+    for number, obj in iter_jsonl(path, encoding, hint):
         entry = entry_from_json(obj, path, number)
         if unique:
             first = seen.setdefault(entry.entry, number)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import atomic_path
+from ..io import hdf5_output
 
 POST_FORMAT = "defsent-post/1"
 
@@ -35,10 +35,9 @@ class PostFile:
 
 def write_post(path: str | Path, post: PostFile) -> None:
     """Write atomically; attribute values that HDF5 cannot hold as they are become strings."""
-    import h5py
 
     extra = {key: v if isinstance(v, (str, int, float, bool)) else str(v) for key, v in post.attrs.items()}
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as h5:
+    with hdf5_output(path) as h5:
         h5.attrs.update({**extra, "format": POST_FORMAT, "spec": post.spec})
         h5.attrs.update({"fit_rows": post.fit_rows, "fit_dims": post.fit_dims})
         for i, step in enumerate(post.steps):

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import atomic_path
+from ..io import atomic_text, hdf5_output, write_bytes, write_stdout
 from .bank import read_bank
 
 VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl")
@@ -34,25 +33,23 @@ def write_vectors(
     """Atomically write a float32 matrix as .npy, .h5 (dataset ``vectors``, optional ``texts``) or .jsonl."""
     fmt = vector_format(path)
     vectors = np.asarray(vectors, dtype=np.float32)
-    with atomic_path(path) as tmp:
-        if fmt == "npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, vectors)
-        elif fmt == "h5":
-            import h5py
+    if fmt == "npy":
+        write_bytes(path, npy_bytes(vectors))
+    elif fmt == "h5":
+        import h5py
 
-            with h5py.File(tmp, "w") as h5:
-                h5.create_dataset("vectors", data=vectors)
-                if texts is not None:
-                    h5.create_dataset("texts", data=texts, dtype=h5py.string_dtype())
-                for key, value in (attrs or {}).items():
-                    h5.attrs[key] = value
-        else:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                for i, row in enumerate(vectors):
-                    obj = {"text": texts[i]} if texts is not None else {}
-                    obj["embedding"] = [float(x) for x in row]
-                    fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        with hdf5_output(path) as h5:
+            h5.create_dataset("vectors", data=vectors)
+            if texts is not None:
+                h5.create_dataset("texts", data=texts, dtype=h5py.string_dtype())
+            for key, value in (attrs or {}).items():
+                h5.attrs[key] = value
+    else:
+        with atomic_text(path) as fh:
+            for i, row in enumerate(vectors):
+                obj = {"text": texts[i]} if texts is not None else {}
+                obj["embedding"] = [float(x) for x in row]
+                fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
 def npy_bytes(vectors: np.ndarray) -> bytes:
@@ -63,9 +60,8 @@ def npy_bytes(vectors: np.ndarray) -> bytes:
 
 
 def write_npy_stdout(vectors: np.ndarray) -> None:
-    """Write a float32 .npy to stdout (for pipes)."""
-    sys.stdout.buffer.write(npy_bytes(vectors))
-    sys.stdout.buffer.flush()
+    """Write a float32 .npy to stdout (for pipes), flushed at once (a failed write is an error)."""
+    write_stdout(npy_bytes(vectors))
 
 
 @dataclass

@@ -87,7 +87,7 @@ def build_bank(
     if not entries:
         raise DefsentError(f"no entries in split(s) {', '.join(wanted)}", path=dictionary)
     pooling = get_pooling(KINDS[kind])
-    limit = max_length or loaded.max_length
+    limit = loaded.token_limit(max_length)
     means = EntryMeans(len(entries), loaded.dim)
     run = encode_ids_sharded if shard else encode_ids
     with make_progress("definitions", show_progress if distributed.is_main() else False) as progress:

@@ -10,7 +10,6 @@ crafted state file cannot execute anything on ``--resume``.
 from __future__ import annotations
 
 import json
-import os
 import random
 from dataclasses import asdict
 from pathlib import Path
@@ -20,6 +19,7 @@ import torch
 
 from .. import distributed
 from ..errors import DefsentError
+from ..io import atomic_path
 from ..log import warn
 from .config import TrainConfig
 
@@ -80,11 +80,8 @@ def save_state(path: Path, trainer) -> None:
         "extra": extra,
         "elapsed": trainer.elapsed,
     }
-    tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp), metadata={"defsent": json.dumps(doc)})
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:  # the previous state stays until this one is complete
+        save_file(tensors, str(tmp), metadata={"defsent": json.dumps(doc)})
 
 
 def load_state(path: Path, trainer) -> None:

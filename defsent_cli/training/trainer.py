@@ -124,7 +124,7 @@ class Trainer:
         )
         self.pool = get_pooling(config.pooling)
         self.net: torch.nn.Module = TrainForward(self.model, self.head, self.pool)  # DDP-wrapped by distribute()
-        self.max_length = config.max_length or self.loaded.max_length
+        self.max_length = self.loaded.token_limit(config.max_length)
         self.data = training_data(
             self.dictionary, self.bank_splits, self.loaded.tokenizer, self.pool, self.max_length, config
         )
@@ -389,7 +389,7 @@ def train(
     the process group opens, rank 0 alone writes, and every process resumes from the same state (so
     OUTPUT must be on a file system all processes see).
     """
-    output = check_output(Path(output), force)
+    output = check_output(Path(output), force, kind="folder")
     work_dir = _work_dir(output, resume, force)
     criterion = Criterion(config.eval_on, data, dictionary, bank) if config.eval_every else None
     if criterion is not None:

@@ -1,0 +1,537 @@
+"""Bad input, full disks, broken files, interrupted runs: never a traceback, never a silent wrong result,
+never lost or orphaned work.
+
+A table of cases, every subcommand x the kinds of bad input a user gives (missing and wrong-kind paths,
+empty, blank, undecodable and wrongly formatted files, non-finite and out-of-range numbers, outputs that
+exist or cannot be written). Each case asserts: the documented exit code (2 bad input, 1 failure while
+running), exactly one line on stderr starting with ``error:``, no traceback, the message naming the file
+when a file is at fault, and no file left behind in the output folder. Then full disks (a file-size
+limit for files, /dev/full for stdout), interrupted training, a crafted resume state, and
+property-based tests of the readers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import h5py
+import numpy as np
+import pytest
+from conftest import build_mini
+
+DEFSENT = [sys.executable, "-m", "defsent_cli"]
+ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+WORDS = "red blue small large animal tree river stone light dark old new fast slow warm cold".split()
+
+
+def _cli(*args, input=None, env=None):
+    from typer.testing import CliRunner
+
+    from defsent_cli.cli import app
+
+    return CliRunner(env=env).invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
+    """Every good file a command needs, made once; each case breaks one thing."""
+    root = tmp_path_factory.mktemp("bad")
+    rng = np.random.default_rng(0)
+    rows = [
+        {"entry": f"w{i}", "definitions": [" ".join(rng.choice(WORDS, 5))], "split": ["train", "dev", "test"][i % 3]}
+        for i in range(30)
+    ]
+    dictionary = root / "dict.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bank = root / "bank.h5"
+    assert _cli("embed-entries", dictionary, "-m", tiny_bert, "-o", bank, "--kind", "AC").exit_code == 0
+    ckpt = root / "ckpt"
+    result = _cli("train", dictionary, "--bank", bank, "-m", tiny_bert, "-o", ckpt, "--max-steps", "2", "-b", "4")
+    assert result.exit_code == 0, result.output
+    texts = root / "texts.txt"
+    texts.write_text("\n".join(" ".join(rng.choice(WORDS, 6)) for _ in range(120)) + "\n")
+    data = build_mini(root / "mini") / "senteval"
+    post = root / "post.h5"
+    assert _cli("fit-post", "-m", tiny_bert, "--post", "zscore", "-i", texts, "-o", post).exit_code == 0
+    vectors = root / "vectors.npy"
+    assert _cli("encode", "-m", tiny_bert, "-i", texts, "-o", vectors).exit_code == 0
+    broken = root / "broken"
+    broken.mkdir()
+    bad = {
+        "empty": broken / "empty.txt",
+        "blank": broken / "blank.txt",
+        "latin1": broken / "latin1.txt",
+        "array": broken / "array.jsonl",
+        "dupe": broken / "dupe.jsonl",
+        "blank_def": broken / "blank_def.jsonl",
+        "text": broken / "text.h5",
+        "not_bank": broken / "not_bank.h5",
+        "flat_bank": broken / "flat_bank.h5",
+        "nan_bank": broken / "nan_bank.h5",
+        "empty_npy": broken / "empty.npy",
+        "flat_npy": broken / "flat.npy",
+        "no_tokenizer": broken / "no-tokenizer",
+        "no_weights": broken / "no-weights",
+        "list_info": broken / "list-info",
+        "other_dict": broken / "other.jsonl",
+    }
+    bad["empty"].write_text("")
+    bad["blank"].write_text("\n  \n\n")
+    bad["latin1"].write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    bad["array"].write_text('["giraffe", "a long-necked animal"]\n')
+    bad["dupe"].write_text('{"entry": "dog", "definitions": ["a pet"]}\n{"entry": "dog", "definitions": ["barks"]}\n')
+    bad["blank_def"].write_text('{"entry": "dog", "definitions": ["  "]}\n')
+    bad["text"].write_text("not an HDF5 file\n")
+    with h5py.File(bad["not_bank"], "w") as h5:
+        h5.create_dataset("x", data=[1, 2, 3])
+    import shutil
+
+    for name, change in (("flat_bank", "flat"), ("nan_bank", "nan")):
+        shutil.copy(bank, bad[name])
+        with h5py.File(bad[name], "a") as h5:
+            vectors_ = h5["vectors"][()]
+            del h5["vectors"]
+            if change == "flat":
+                h5.create_dataset("vectors", data=vectors_.reshape(-1))
+            else:
+                vectors_[3, 0] = np.nan
+                h5.create_dataset("vectors", data=vectors_)
+    bad["empty_npy"].write_bytes(b"")
+    np.save(bad["flat_npy"], np.arange(5.0))
+    for name, drop in (("no_tokenizer", ("tokenizer.json", "vocab.txt")), ("no_weights", ("model.safetensors",))):
+        shutil.copytree(tiny_bert, bad[name])
+        for file in drop:
+            (bad[name] / file).unlink(missing_ok=True)
+    shutil.copytree(ckpt, bad["list_info"])
+    (bad["list_info"] / "defsent.json").write_text("[1, 2]\n")
+    bad["other_dict"].write_text(dictionary.read_text().replace('"w1"', '"zz"'))
+    senteval = build_mini(root / "transfer") / "senteval" / "downstream"
+    (senteval / "MR").mkdir()
+    (senteval / "MR" / "rt-polarity.pos").write_text("a great film\nsuch a great cast\n")
+    (senteval / "MR" / "rt-polarity.neg").write_text("")  # a class with no examples
+    return SimpleNamespace(
+        root=root, bert=tiny_bert, roberta=tiny_roberta, dictionary=dictionary, bank=bank, ckpt=ckpt, texts=texts,
+        data=data, post=post, vectors=vectors, bad=bad, transfer=senteval.parent, missing=root / "no-such-thing",
+    )  # fmt: skip
+
+
+@dataclass
+class Case:
+    """``argv(w, out)`` -> the arguments; the expected exit code and message; the file it must name."""
+
+    name: str
+    argv: object
+    code: int = 2
+    says: str = ""
+    names: object = None  # w -> path the message names
+    stdin: str | None = None
+    env: dict = field(default_factory=dict)
+
+
+def _o(out: Path, name: str = "out") -> Path:
+    return out / name
+
+
+CASES = [
+    # ------------------------------------------------------------------ build-dict
+    Case("build-dict missing source", lambda w, o: ["build-dict", w.missing, "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "no such file", lambda w: w.missing),
+    Case("build-dict folder as tsv", lambda w, o: ["build-dict", w.root / "broken", "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "is a directory", lambda w: w.root / "broken"),
+    Case("build-dict undecodable", lambda w, o: ["build-dict", w.bad["latin1"], "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "--encoding", lambda w: w.bad["latin1"]),
+    Case("build-dict blank file", lambda w, o: ["build-dict", w.bad["blank"], "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "no entries left"),
+    Case("build-dict json array", lambda w, o: ["build-dict", w.bad["array"], "-o", _o(o, "d.jsonl")], 2, "expected a JSON object", lambda w: w.bad["array"]),
+    Case("build-dict blank definition", lambda w, o: ["build-dict", w.bad["blank_def"], "-o", _o(o, "d.jsonl")], 2, "non-empty strings", lambda w: w.bad["blank_def"]),
+    Case("build-dict bad split", lambda w, o: ["build-dict", w.dictionary, "--split", "nan,0,1", "-o", _o(o, "d.jsonl")], 2, "--split"),
+    Case("build-dict negative seed", lambda w, o: ["build-dict", w.dictionary, "--seed", "-5", "-o", _o(o, "d.jsonl")], 2, "--seed"),
+    Case("build-dict huge seed", lambda w, o: ["build-dict", w.dictionary, "--seed", str(2**40), "-o", _o(o, "d.jsonl")], 2, "--seed"),
+    Case("build-dict unknown encoding", lambda w, o: ["build-dict", w.dictionary, "--encoding", "klingon", "-o", _o(o, "d.jsonl")], 2, "--encoding"),
+    Case("build-dict output exists", lambda w, o: ["build-dict", w.dictionary, "-o", w.texts], 2, "--force", lambda w: w.texts),
+    Case("build-dict output is a folder", lambda w, o: ["build-dict", w.dictionary, "-o", o, "--force"], 2, "is a folder"),
+    Case("build-dict output folder missing", lambda w, o: ["build-dict", w.dictionary, "-o", o / "no" / "d.jsonl"], 2, "does not exist", lambda w: "no"),
+    Case("build-dict single-token no tokenizer", lambda w, o: ["build-dict", w.dictionary, "--single-token", w.bad["no_tokenizer"], "-o", _o(o, "d.jsonl")], 2, "no tokenizer files", lambda w: w.bad["no_tokenizer"]),
+    # ------------------------------------------------------------------ dict-stats
+    Case("dict-stats missing", lambda w, o: ["dict-stats", w.missing], 2, "no such file", lambda w: w.missing),
+    Case("dict-stats folder", lambda w, o: ["dict-stats", w.root], 2, "directory", lambda w: w.root),
+    Case("dict-stats empty", lambda w, o: ["dict-stats", w.bad["empty"]], 2, "no entries", lambda w: w.bad["empty"]),
+    Case("dict-stats not json", lambda w, o: ["dict-stats", w.texts], 2, "invalid JSON", lambda w: f"{w.texts}:1"),
+    Case("dict-stats repeated entry", lambda w, o: ["dict-stats", w.bad["dupe"]], 2, "repeats line 1", lambda w: f"{w.bad['dupe']}:2"),
+    Case("dict-stats undecodable", lambda w, o: ["dict-stats", w.bad["latin1"]], 2, "not valid utf-8", lambda w: w.bad["latin1"]),
+    Case("dict-stats tokenizer missing", lambda w, o: ["dict-stats", w.dictionary, "--tokenizer", w.missing], 2, "local folder", lambda w: w.missing),
+    # ------------------------------------------------------------------ embed-entries
+    Case("embed-entries dictionary missing", lambda w, o: ["embed-entries", w.missing, "-m", w.bert, "-o", _o(o, "b.h5")], 2, "no such file", lambda w: w.missing),
+    Case("embed-entries dictionary is a folder", lambda w, o: ["embed-entries", w.root, "-m", w.bert, "-o", _o(o, "b.h5")], 2, "folder", lambda w: w.root),
+    Case("embed-entries repeated entry", lambda w, o: ["embed-entries", w.bad["dupe"], "-m", w.bert, "-o", _o(o, "b.h5")], 2, "repeats", lambda w: w.bad["dupe"]),
+    Case("embed-entries model missing", lambda w, o: ["embed-entries", w.dictionary, "-m", w.missing, "-o", _o(o, "b.h5")], 2, "local folder", lambda w: w.missing),
+    Case("embed-entries no tokenizer", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bad["no_tokenizer"], "-o", _o(o, "b.h5")], 2, "no tokenizer files", lambda w: w.bad["no_tokenizer"]),
+    Case("embed-entries no weights", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bad["no_weights"], "-o", _o(o, "b.h5")], 2, "no model weights", lambda w: w.bad["no_weights"]),
+    Case("embed-entries not h5", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "-o", _o(o, "b.npy")], 2, ".h5 suffix"),
+    Case("embed-entries bad split", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--splits", "valid", "-o", _o(o, "b.h5")], 2, "unknown split"),
+    Case("embed-entries max-length too long", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--max-length", "100000", "-o", _o(o, "b.h5")], 2, "--max-length 100000", lambda w: w.bert),
+    Case("embed-entries batch 0", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "-b", "0", "-o", _o(o, "b.h5")], 2, "--batch-size"),
+    Case("embed-entries output exists", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "-o", w.bank], 2, "--force", lambda w: w.bank),
+    # ------------------------------------------------------------------ ica, inspect
+    Case("ica bank missing", lambda w, o: ["ica", w.missing, "-o", _o(o, "i.h5")], 2, "no such bank", lambda w: w.missing),
+    Case("ica not hdf5", lambda w, o: ["ica", w.bad["text"], "-o", _o(o, "i.h5")], 2, "cannot read HDF5", lambda w: w.bad["text"]),
+    Case("ica not a bank", lambda w, o: ["ica", w.bad["not_bank"], "-o", _o(o, "i.h5")], 2, "not a defsent bank", lambda w: w.bad["not_bank"]),
+    Case("ica 1-D vectors", lambda w, o: ["ica", w.bad["flat_bank"], "-o", _o(o, "i.h5")], 2, "wrong shapes", lambda w: w.bad["flat_bank"]),
+    Case("ica NaN row", lambda w, o: ["ica", w.bad["nan_bank"], "-o", _o(o, "i.h5")], 2, "NaN", lambda w: w.bad["nan_bank"]),
+    Case("ica scale 0", lambda w, o: ["ica", w.bank, "--scale", "0", "-o", _o(o, "i.h5")], 2, "--scale"),
+    Case("ica scale nan", lambda w, o: ["ica", w.bank, "--scale", "nan", "-o", _o(o, "i.h5")], 2, "--scale"),
+    Case("ica scale inf", lambda w, o: ["ica", w.bank, "--scale", "inf", "-o", _o(o, "i.h5")], 2, "--scale"),
+    Case("ica tol nan", lambda w, o: ["ica", w.bank, "--tol", "nan", "-o", _o(o, "i.h5")], 2, "--tol"),
+    Case("ica too many components", lambda w, o: ["ica", w.bank, "--n-components", "500", "-o", _o(o, "i.h5")], 2, "--n-components", lambda w: w.bank),
+    Case("ica rescale plain bank", lambda w, o: ["ica", w.bank, "--rescale", "--scale", "1", "-o", _o(o, "i.h5")], 2, "--rescale", lambda w: w.bank),
+    Case("inspect empty npy", lambda w, o: ["inspect", w.bad["empty_npy"]], 2, "cannot read .npy", lambda w: w.bad["empty_npy"]),
+    Case("inspect 1-D npy", lambda w, o: ["inspect", w.bad["flat_npy"]], 2, "2-D float", lambda w: w.bad["flat_npy"]),
+    Case("inspect missing", lambda w, o: ["inspect", w.missing], 2, "no such", lambda w: w.missing),
+    Case("inspect NaN bank", lambda w, o: ["inspect", w.bad["nan_bank"]], 2, "NaN", lambda w: w.bad["nan_bank"]),
+    Case("inspect plot suffix", lambda w, o: ["inspect", w.bank, "--plot", _o(o, "p.gif")], 2, "plot suffix"),
+    # ------------------------------------------------------------------ train
+    Case("train dictionary missing", lambda w, o: ["train", w.missing, "--bank", w.bank, "-m", w.bert, "-o", _o(o)], 2, "no such file", lambda w: w.missing),
+    Case("train bank of another dictionary", lambda w, o: ["train", w.bad["other_dict"], "--bank", w.bank, "-m", w.bert, "-o", _o(o)], 2, "another dictionary", lambda w: w.bank),
+    Case("train 1-D bank", lambda w, o: ["train", w.dictionary, "--bank", w.bad["flat_bank"], "-m", w.bert, "-o", _o(o)], 2, "wrong shapes", lambda w: w.bad["flat_bank"]),
+    Case("train lr nan", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--lr", "nan"], 2, "--lr"),
+    Case("train lr inf", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--lr", "inf"], 2, "--lr"),
+    Case("train lr negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--lr", "-1"], 2, "--lr"),
+    Case("train clip negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--max-grad-norm", "-1"], 2, "--max-grad-norm"),
+    Case("train warmup 1", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--warmup-ratio", "1"], 2, "--warmup-ratio"),
+    Case("train smoothing 1", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--label-smoothing", "1"], 2, "--label-smoothing"),
+    Case("train seed negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--seed", "-5"], 2, "--seed"),
+    Case("train seed too large", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--seed", str(2**40)], 2, "--seed"),
+    Case("train max-length too long", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--max-length", "100000"], 2, "--max-length 100000"),
+    Case("train inference pooling", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--inference-pooling", "nonsense"], 2, "'nonsense' is not one of"),
+    Case("train keep best alone", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--keep", "best"], 2, "--eval-every"),
+    Case("train eval without data", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--eval-every", "2", "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
+    Case("train output is a file", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", w.texts, "--force"], 2, "is a file", lambda w: w.texts),
+    # ------------------------------------------------------------------ select-best, merge
+    Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
+    Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),
+    Case("select-best link folder missing", lambda w, o: ["select-best", w.ckpt, "--by", "dict-dev", "--link", o / "no" / "best"], 2, "does not exist"),
+    Case("select-best copy alone", lambda w, o: ["select-best", w.ckpt, "--copy"], 2, "--link"),
+    Case("select-best no data", lambda w, o: ["select-best", w.ckpt, "--by", "stsb-dev", "--data", w.missing], 2, "data folder", lambda w: w.missing),
+    Case("merge different architectures", lambda w, o: ["merge", w.bert, w.roberta, "-o", _o(o)], 2, "different architectures"),
+    Case("merge alpha out of range", lambda w, o: ["merge", w.bert, w.ckpt, "--alpha", "2", "-o", _o(o)], 2, "between 0"),
+    Case("merge alpha nan", lambda w, o: ["merge", w.bert, w.ckpt, "--alpha", "nan", "-o", _o(o)], 2, "between 0"),
+    Case("merge missing model", lambda w, o: ["merge", w.bert, w.missing, "-o", _o(o)], 2, "not a model folder", lambda w: w.missing),
+    Case("merge output exists", lambda w, o: ["merge", w.bert, w.ckpt, "-o", w.ckpt], 2, "--force", lambda w: w.ckpt),
+    # ------------------------------------------------------------------ lookup, eval-dict
+    Case("lookup no query", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "no query", stdin=""),
+    Case("lookup blank queries only", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "no query", stdin="\n \n"),
+    Case("lookup blank argument", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, ""], 2, "blank"),
+    Case("lookup bank missing", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.missing, "a pet"], 2, "no such bank", lambda w: w.missing),
+    Case("lookup NaN bank", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bad["nan_bank"], "a pet"], 2, "NaN", lambda w: w.bad["nan_bank"]),
+    Case("lookup k 0", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, "-k", "0", "a pet"], 2, "--top-k"),
+    Case("eval-dict bank of another dictionary", lambda w, o: ["eval-dict", w.bad["other_dict"], "-m", w.ckpt, "--bank", w.bank], 2, "another dictionary", lambda w: w.bank),
+    Case("eval-dict limit 0", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--limit", "0"], 2, "--limit"),
+    Case("eval-dict output exists", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "-o", w.texts], 2, "--force", lambda w: w.texts),
+    # ------------------------------------------------------------------ encode
+    Case("encode blank line", lambda w, o: ["encode", "-m", w.bert, "-o", _o(o, "v.npy")], 2, "blank input line", lambda w: "<stdin>:2", stdin="a dog\n\nthe cat\n"),
+    Case("encode undecodable", lambda w, o: ["encode", "-m", w.bert, "-i", w.bad["latin1"], "-o", _o(o, "v.npy")], 2, "not valid utf-8", lambda w: f"{w.bad['latin1']}:1"),
+    Case("encode stdin twice", lambda w, o: ["encode", "-m", w.bert, "-i", "-", "-i", "-", "-o", _o(o, "v.npy")], 2, "once", stdin="a dog\n"),
+    Case("encode field missing", lambda w, o: ["encode", "-m", w.bert, "-i", w.dictionary, "--field", "text", "-o", _o(o, "v.npy")], 2, "no field 'text'", lambda w: f"{w.dictionary}:1"),
+    Case("encode bad suffix", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", _o(o, "v.csv")], 2, "suffix"),
+    Case("encode max-length", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--max-length", "100000", "-o", _o(o, "v.npy")], 2, "--max-length"),
+    Case("encode post unknown", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "bogus", "-o", _o(o, "v.npy")], 2, "post-processing step"),
+    Case("encode fit-on missing", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "zscore", "--fit-on", w.missing, "-o", _o(o, "v.npy")], 2, "file not found", lambda w: w.missing),
+    Case("encode empty idf corpus", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--weighting", "idf", "--idf-corpus", w.bad["blank"], "-o", _o(o, "v.npy")], 2, "no lines", lambda w: w.bad["blank"]),
+    Case("encode post-file not one", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bank, "-o", _o(o, "v.npy")], 2, "post-processing file", lambda w: w.bank),
+    Case("encode output is a folder", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o, "--force"], 2, "is a folder"),
+    # ------------------------------------------------------------------ eval-sts, eval-senteval, fit-post, ditto-search
+    Case("eval-sts no data", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
+    Case("eval-sts unknown task", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--tasks", "STS99"], 2, "unknown STS task"),
+    Case("eval-sts STS12 dev", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--tasks", "STS12", "--split", "dev"], 2, "only a test split"),
+    Case("eval-sts layout", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--layout", "nonsense"], 2, "'nonsense' is not one of"),
+    Case("eval-sts output not json", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "-o", _o(o, "r.txt")], 2, ".json"),
+    Case("eval-senteval empty class", lambda w, o: ["eval-senteval", "-m", w.bert, "--data", w.transfer, "--tasks", "MR"], 2, "no sentences", lambda w: w.transfer / "downstream" / "MR" / "rt-polarity.neg"),
+    Case("eval-senteval unknown task", lambda w, o: ["eval-senteval", "-m", w.bert, "--data", w.data, "--tasks", "SNLI"], 2, "unknown transfer task"),
+    Case("fit-post no steps", lambda w, o: ["fit-post", "-m", w.bert, "-i", w.texts, "-o", _o(o, "p.h5")], 2, "--post"),
+    Case("fit-post empty input", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.bad["blank"], "-o", _o(o, "p.h5")], 2, "no sentences", lambda w: w.bad["blank"]),
+    Case("fit-post input missing", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.missing, "-o", _o(o, "p.h5")], 2, "file not found", lambda w: w.missing),
+    Case("ditto-search layers", lambda w, o: ["ditto-search", "-m", w.bert, "--data", w.data, "--layers", "first,last"], 2, "--layers"),
+    Case("ditto-search no data", lambda w, o: ["ditto-search", "-m", w.bert, "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
+    # ------------------------------------------------------------------ usage
+    Case("unknown option", lambda w, o: ["encode", "--nope"], 2, "No such option"),
+    Case("unknown command", lambda w, o: ["encdoe"], 2, "No such command"),
+    Case("missing option", lambda w, o: ["train", w.dictionary], 2, "Missing option"),
+]  # fmt: skip
+
+
+def check_one_line_error(result, case: Case, w, out: Path, before: set) -> None:
+    stderr = result.stderr
+    assert result.exit_code == case.code, f"{case.name}: exit {result.exit_code}\n{stderr}\n{result.stdout[:500]}"
+    assert "Traceback" not in stderr + result.stdout, case.name
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and lines[-1].startswith("error:"), f"{case.name}: {stderr!r}"
+    assert case.says in errors[0], f"{case.name}: {errors[0]!r} does not say {case.says!r}"
+    if case.names is not None:
+        assert str(case.names(w)) in errors[0], f"{case.name}: {errors[0]!r} does not name {case.names(w)}"
+    assert set(out.rglob("*")) == before, f"{case.name}: left {set(out.rglob('*')) - before}"
+    assert not [p for p in w.root.rglob("*") if p.name.startswith(".") and p.name.endswith((".tmp", ".writing"))]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_is_one_line_and_leaves_nothing(case, w, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    before = set(out.rglob("*"))
+    result = _cli(*case.argv(w, out), input=case.stdin, env={"DEFSENT_DATA": "", **case.env})
+    check_one_line_error(result, case, w, out, before)
+
+
+def test_the_table_covers_every_command():
+    from defsent_cli.cli.app import app
+
+    commands = {command.name for command in app.registered_commands}
+    covered = {case.argv(SimpleNamespace(**dict.fromkeys(
+        "root bert roberta dictionary bank ckpt texts data post vectors transfer missing".split(), Path("x")),
+        bad={k: Path("x") for k in ("empty", "blank", "latin1", "array", "dupe", "blank_def", "text", "not_bank", "flat_bank",
+             "nan_bank", "empty_npy", "flat_npy", "no_tokenizer", "no_weights", "list_info", "other_dict")}), Path("o"))[0]
+        for case in CASES}  # fmt: skip
+    assert commands <= covered, commands - covered
+    assert len(CASES) >= 100
+
+
+# ---------------------------------------------------------------------------- full disks, closed pipes
+
+
+def _limited(max_bytes: int):
+    def limit() -> None:  # the file-size limit makes writes fail with EFBIG, as a full disk fails them
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+    return limit
+
+
+FULL_DISK = [
+    ("build-dict", lambda w, o: ["build-dict", w.dictionary, "-o", o / "d.jsonl"]),
+    ("embed-entries", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "-o", o / "b.h5"]),
+    ("encode npy", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o / "v.npy"]),
+    ("encode h5", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o / "v.h5"]),
+    ("encode jsonl", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o / "v.jsonl"]),
+    (
+        "train",
+        lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", o / "ckpt", "--max-steps", "1"],
+    ),
+    ("ica whiten", lambda w, o: ["ica", w.bank, "--method", "whiten", "--n-components", "8", "-o", o / "i.h5"]),
+    ("fit-post", lambda w, o: ["fit-post", "-m", w.bert, "--post", "whiten", "-i", w.texts, "-o", o / "p.h5"]),
+    ("merge", lambda w, o: ["merge", w.bert, w.ckpt, "-o", o / "m"]),
+    (
+        "eval-sts",
+        lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--tasks", "STS12,STS-B,SICK-R", "-o", o / "r.json"],
+    ),
+    ("eval-dict", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "-o", o / "r.json"]),
+    ("inspect", lambda w, o: ["inspect", w.bank, "-o", o / "r.json", "--plot", o / "p.png"]),
+    ("select-best", lambda w, o: ["select-best", w.ckpt, "--by", "dict-dev", "-o", o / "r.json"]),
+]
+
+
+@pytest.mark.parametrize("name,argv", FULL_DISK, ids=[name for name, _ in FULL_DISK])
+def test_a_full_disk_fails_in_one_line_and_leaves_nothing(name, argv, w, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    run = subprocess.run(
+        [*DEFSENT, *map(str, argv(w, out))], env=ENV, capture_output=True, text=True, preexec_fn=_limited(256)
+    )
+    assert run.returncode == 1, f"{name}: {run.returncode}\n{run.stderr}"
+    assert "Traceback" not in run.stderr
+    error = run.stderr.strip().splitlines()[-1]
+    assert error.startswith("error:") and "file too large" in error and str(out) in error, error
+    assert list(out.iterdir()) == [], f"{name} left {list(out.iterdir())}"
+
+
+STDOUT = [
+    ("encode", lambda w: ["encode", "-m", w.bert, "-i", w.texts]),
+    ("lookup", lambda w: ["lookup", "-m", w.ckpt, "--bank", w.bank, "-k", "5", "a red tree"]),
+    ("dict-stats", lambda w: ["dict-stats", w.dictionary, "--json"]),
+    ("inspect", lambda w: ["inspect", w.bank, "--json"]),
+    ("select-best", lambda w: ["select-best", w.ckpt, "--by", "dict-dev"]),
+]
+
+
+@pytest.mark.parametrize("name,argv", STDOUT, ids=[name for name, _ in STDOUT])
+def test_a_stdout_that_cannot_be_written_is_an_error(name, argv, w):
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([*DEFSENT, *map(str, argv(w))], env=ENV, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 1, f"{name}: {run.stderr}"
+    assert run.stderr.strip().splitlines()[-1] == "error: <stdout>: no space left on the device"
+
+
+def test_a_closed_pipe_is_an_error_and_a_slow_pipe_gets_everything(w):
+    """stdout unbuffered (PYTHONUNBUFFERED=1 or python -u) takes part of a large write per call: all of it
+    must arrive; and a reader that goes away is reported, not taken for success."""
+    env = {**ENV, "PYTHONUNBUFFERED": "1"}
+    many = w.root / "many.txt"
+    many.write_text(w.texts.read_text() * 20)  # 2,400 vectors: 300 KB, more than a pipe holds
+    args = [*DEFSENT, "encode", "-m", str(w.bert), "-i", str(many)]
+    run = subprocess.run(args, env=env, capture_output=True)
+    assert run.returncode == 0 and len(run.stdout) == 128 + 2400 * 32 * 4  # .npy header + 2,400 x 32 float32
+    process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.read(16)
+    process.stdout.close()
+    assert process.wait() == 1
+    assert process.stderr.read().decode().strip().splitlines()[-1] == "error: <stdout>: output closed (broken pipe)"
+
+
+# ---------------------------------------------------------------------------- interrupted and crafted training state
+
+
+def _train_args(w, out: Path, *extra) -> list[str]:
+    args = ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", out, "-b", "1", "--epochs", "50"]
+    return [*DEFSENT, *map(str, [*args, *extra])]
+
+
+def _wait_for(predicate, seconds: float = 120) -> None:
+    end = time.time() + seconds
+    while not predicate():
+        assert time.time() < end, "timed out"
+        time.sleep(0.2)
+
+
+def test_an_interrupt_before_the_first_save_leaves_nothing(w, tmp_path):
+    out = tmp_path / "ckpt"
+    process = subprocess.Popen(
+        _train_args(w, out, "--save-every", "0", "--log-every", "1"), env=ENV, stderr=subprocess.PIPE, text=True
+    )
+    _wait_for(
+        lambda: (
+            (tmp_path / "ckpt.partial" / "log.jsonl").is_file()
+            and (tmp_path / "ckpt.partial" / "log.jsonl").stat().st_size
+        )
+    )
+    process.send_signal(signal.SIGINT)
+    assert process.wait() == 130
+    assert process.stderr.read().strip().splitlines()[-1] == "interrupted"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silently(w, tmp_path):
+    out = tmp_path / "ckpt"
+    process = subprocess.Popen(_train_args(w, out, "--save-every", "2"), env=ENV, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: (tmp_path / "ckpt.partial" / "state.safetensors").is_file())
+    process.send_signal(signal.SIGINT)
+    assert process.wait() == 130
+    assert (tmp_path / "ckpt.partial" / "state.safetensors").is_file() and not out.exists()
+    again = subprocess.run(_train_args(w, out), env=ENV, capture_output=True, text=True)
+    assert again.returncode == 2 and "pass --resume" in again.stderr and "--force" in again.stderr
+    assert (tmp_path / "ckpt.partial" / "state.safetensors").is_file()
+
+
+def test_a_crafted_pickle_state_never_runs(w, tmp_path):
+    """An old or crafted state.pt would run code when unpickled: it is refused, never loaded."""
+    import pickle
+
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    partial = tmp_path / "ckpt.partial"
+    partial.mkdir()
+    (partial / "state.pt").write_bytes(pickle.dumps(Payload()))
+    run = subprocess.run(_train_args(w, tmp_path / "ckpt", "--resume"), env=ENV, capture_output=True, text=True)
+    assert run.returncode == 2 and "pickled" in run.stderr and not marker.exists()
+    # a state.safetensors whose metadata is not ours is refused too, without running anything
+    (partial / "state.pt").unlink()
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"x": torch.zeros(1)}, str(partial / "state.safetensors"), metadata={"defsent": '{"format": "other"}'})
+    run = subprocess.run(_train_args(w, tmp_path / "ckpt", "--resume"), env=ENV, capture_output=True, text=True)
+    assert run.returncode == 2 and "not a defsent training state" in run.stderr
+
+
+# ---------------------------------------------------------------------------- the readers, property-based
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from defsent_cli.dictionary.sources import read_tsv  # noqa: E402
+from defsent_cli.errors import DefsentError  # noqa: E402
+from defsent_cli.formats.dictionary import Entry, iter_entries, write_dictionary  # noqa: E402
+from defsent_cli.io import iter_jsonl  # noqa: E402
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=6,
+)
+LINE = st.one_of(
+    JSON.map(lambda v: json.dumps(v)),
+    st.fixed_dictionaries({"entry": JSON, "definitions": JSON}, optional={"split": JSON, "sources": JSON}).map(
+        json.dumps
+    ),
+    st.text(max_size=30).filter(lambda t: "\n" not in t and "\r" not in t),
+)
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@SETTINGS
+@given(lines=st.lists(LINE, max_size=6))
+def test_the_dictionary_reader_accepts_valid_entries_or_names_the_line(lines, tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    try:
+        entries = list(iter_entries(path))
+    except DefsentError as exc:
+        assert str(exc).startswith(f"{path}:")  # always the file and the line
+        return
+    for entry in entries:
+        assert isinstance(entry, Entry) and entry.entry.strip() and entry.definitions
+        assert all(isinstance(d, str) and d.strip() for d in entry.definitions)
+        assert entry.split in ("train", "dev", "test")
+    assert len({e.entry for e in entries}) == len(entries)
+
+
+ENTRY = st.builds(
+    Entry,
+    entry=st.text(min_size=1, max_size=12).filter(str.strip),
+    definitions=st.lists(st.text(min_size=1, max_size=20).filter(str.strip), min_size=1, max_size=3),
+    sources=st.lists(st.text(min_size=1, max_size=5).filter(str.strip), max_size=2),
+    split=st.sampled_from(["train", "dev", "test"]),
+)
+
+
+@SETTINGS
+@given(entries=st.lists(ENTRY, max_size=8, unique_by=lambda e: e.entry))
+def test_dictionary_write_then_read_is_the_identity(entries, tmp_path):
+    path = tmp_path / "d.jsonl"
+    write_dictionary(path, entries)
+    assert list(iter_entries(path)) == entries
+
+
+@SETTINGS
+@given(text=st.text(max_size=120))
+def test_the_tsv_reader_yields_pairs_or_names_the_line(text, tmp_path):
+    path = tmp_path / "d.tsv"
+    path.write_text(text, encoding="utf-8", newline="")
+    try:
+        pairs = list(read_tsv(path))
+    except DefsentError as exc:
+        assert str(exc).startswith(f"{path}:")
+        return
+    for entry, definition, source in pairs:
+        assert entry.strip() and isinstance(definition, str) and source == "d"
+
+
+@SETTINGS
+@given(data=st.binary(max_size=80))
+def test_the_jsonl_reader_never_raises_anything_else(data, tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    try:
+        rows = list(iter_jsonl(path))
+    except DefsentError as exc:
+        assert str(exc).startswith(f"{path}:")
+        return
+    assert all(isinstance(obj, dict) and number >= 1 for number, obj in rows)
