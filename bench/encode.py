@@ -1,15 +1,25 @@
-"""defsent's encode loop against sentence-transformers' encode, same model, same sentences.
+"""defsent's encoders against sentence-transformers' own fast backends, same model, same sentences, one run.
 
-    .venv/bin/python bench/encode.py [--repeats 3] [--batch-size 32]
+    make bench          (creates .venv-bench: sentence-transformers[onnx] with optimum, next to defsent)
+    .venv-bench/bin/python bench/encode.py [--repeats 3] [--batch-size 32] [--definitions 20000]
 
-Both run fp32 on CPU in this one process, alternating, after one warm-up each;
-the best of ``--repeats`` timings is reported. Prints sentences/s for each, the
-ratio, and the max |difference| of the L2-normalised vectors.
+Peers (all.MiniLM-L6-v2, CPU, batch 32): sentence-transformers with its default torch backend (fp32),
+its ONNX backend (``backend="onnx"``, the graph optimum exports, fp32) and its int8 model made by
+``export_dynamic_quantized_onnx_model(model, "avx512_vnni", ...)``; defsent ``encode`` with
+``--runtime torch`` (fp32) and ``--runtime onnx`` in fp32 and int8. Two sets: the 2,758 STS-B test
+sentences and a seeded sample of 20,000 WordNet definitions. Everything runs in this one process,
+alternating, after an untimed warm-up of each; the best of ``--repeats`` timings is reported as
+sentences/s, with the ratio of each defsent encoder to each peer, the max |difference| of the
+L2-normalised vectors against defsent's torch fp32 output, and the STS-B test Spearman x100 of each.
+The peers' graphs are exported into a copy of the model folder under bench/out/ (the installed model
+is not touched).
 """
 
 from __future__ import annotations
 
 import argparse
+import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,55 +28,106 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import minilm_path, stsb_test_sentences  # noqa: E402
+from bench.common import REPO, data_root, minilm_path, stsb_test_sentences  # noqa: E402
+
+
+def wordnet_definitions(n: int, seed: int = 0) -> list[str]:
+    from defsent_cli.dictionary.sources import read_wordnet
+
+    glosses = sorted({gloss for _, gloss, _ in read_wordnet(data_root() / "wordnet")})
+    return random.Random(seed).sample(glosses, n)
+
+
+def spearman(vectors: np.ndarray, gold: np.ndarray) -> float:
+    from defsent_cli.evaluation.correlations import correlations, cosine_pairs
+
+    n = len(gold)
+    return correlations(cosine_pairs(vectors[:n], vectors[n:]), gold)[0]
+
+
+def stsb_gold() -> np.ndarray:
+    path = data_root() / "senteval" / "downstream" / "STS" / "STSBenchmark" / "sts-test.csv"
+    return np.asarray([float(line.split("\t")[4]) for line in path.read_text(encoding="utf-8").splitlines()])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--definitions", type=int, default=20000)
     args = parser.parse_args()
 
+    import onnxruntime
+    import sentence_transformers
     import torch
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
 
     from defsent_cli.encoder.encode import encode
     from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.onnx_runtime import use_runtime
 
-    sentences = stsb_test_sentences()
-    path = minilm_path()
-    ours_model = load_model(path, "cpu")
-    st_model = SentenceTransformer(path, device="cpu")
+    source = Path(minilm_path())
+    work = REPO / "bench" / "out" / "minilm"
+    if not (work / "onnx" / "model.onnx").is_file():
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(source, work, ignore=shutil.ignore_patterns("onnx"))
+        exported = SentenceTransformer(str(work), device="cpu", backend="onnx")  # optimum exports onnx/model.onnx
+        exported.save_pretrained(str(work))
+        export_dynamic_quantized_onnx_model(exported, "avx512_vnni", str(work))
+    b = args.batch_size
 
-    def ours() -> np.ndarray:
-        return encode(
-            sentences,
-            ours_model,
-            "mean",
-            batch_size=args.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=False,
+    def st(model):
+        return lambda texts: model.encode(texts, batch_size=b, convert_to_numpy=True, normalize_embeddings=True)
+
+    def ours(loaded):
+        return lambda texts: encode(
+            texts, loaded, "mean", batch_size=b, normalize_embeddings=True, show_progress_bar=False
         )
 
-    def theirs() -> np.ndarray:
-        return st_model.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True, normalize_embeddings=True)
-
-    timings: dict[str, list[float]] = {"defsent": [], "sentence-transformers": []}
-    outputs = {"defsent": ours(), "sentence-transformers": theirs()}  # warm-up
-    for _ in range(args.repeats):
-        for name, fn in (("defsent", ours), ("sentence-transformers", theirs)):
-            start = time.perf_counter()
-            outputs[name] = fn()
-            timings[name].append(time.perf_counter() - start)
-
-    rate = {name: len(sentences) / min(times) for name, times in timings.items()}
-    diff = float(np.abs(outputs["defsent"] - outputs["sentence-transformers"]).max())
-    print(f"model: all-MiniLM-L6-v2 ({path}), torch {torch.__version__}, threads {torch.get_num_threads()}")
-    print(f"sentences: {len(sentences)} (STS-B test, both sides), batch size {args.batch_size}, best of {args.repeats}")
-    for name in timings:
-        print(f"{name:>22}: {rate[name]:8.1f} sentences/s  (runs: {', '.join(f'{t:.2f}s' for t in timings[name])})")
-    print(f"{'ratio':>22}: {rate['defsent'] / rate['sentence-transformers']:.2f}x")
-    print(f"{'max |diff|':>22}: {diff:.2e} (normalised vectors)")
+    encoders = {
+        "st torch fp32": st(SentenceTransformer(str(work), device="cpu")),
+        "st onnx fp32": st(SentenceTransformer(str(work), device="cpu", backend="onnx")),
+        "st onnx int8": st(
+            SentenceTransformer(
+                str(work), device="cpu", backend="onnx", model_kwargs={"file_name": "onnx/model_qint8_avx512_vnni.onnx"}
+            )
+        ),
+        "defsent torch fp32": ours(load_model(work, "cpu")),
+        "defsent onnx fp32": ours(use_runtime(load_model(work, "cpu"), "onnx", "fp32")),
+        "defsent onnx int8": ours(use_runtime(load_model(work, "cpu"), "onnx", "int8")),
+    }
+    print(
+        f"model all-MiniLM-L6-v2, torch {torch.__version__} ({torch.get_num_threads()} threads), onnxruntime "
+        f"{onnxruntime.__version__}, sentence-transformers {sentence_transformers.__version__}, batch {b}, "
+        f"best of {args.repeats}"
+    )
+    sets = {"STS-B test": stsb_test_sentences(), "WordNet definitions": wordnet_definitions(args.definitions)}
+    gold = stsb_gold()
+    for set_name, texts in sets.items():
+        for fn in encoders.values():  # untimed warm-up
+            fn(texts[:256])
+        times: dict[str, list[float]] = {name: [] for name in encoders}
+        outputs: dict[str, np.ndarray] = {}
+        for _ in range(args.repeats):
+            for name, fn in encoders.items():
+                start = time.perf_counter()
+                outputs[name] = fn(texts)
+                times[name].append(time.perf_counter() - start)
+        rate = {name: len(texts) / min(t) for name, t in times.items()}
+        reference = outputs["defsent torch fp32"]
+        print(f"\n{set_name}: {len(texts):,} texts")
+        print(
+            f"{'encoder':<20} {'sent/s':>8} {'max|diff|':>10}" + (f" {'STS-B':>7}" if set_name == "STS-B test" else "")
+        )
+        for name in encoders:
+            diff = float(np.abs(outputs[name] - reference).max())
+            line = f"{name:<20} {rate[name]:8.1f} {diff:10.2e}"
+            if set_name == "STS-B test":
+                line += f" {spearman(outputs[name], gold):7.2f}"
+            print(line)
+        for ours_name in ("defsent torch fp32", "defsent onnx fp32", "defsent onnx int8"):
+            ratios = ", ".join(f"{rate[ours_name] / rate[p]:.2f}x {p}" for p in encoders if p.startswith("st "))
+            print(f"{ours_name}: {ratios}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..encoder.models import load_model
+from ..encoder.onnx_runtime import describe
 from ..formats.bank import KINDS, check_bank_path, write_bank
 from ..formats.dictionary import SPLITS, check_splits
 from ..io import check_output, sha256_file
@@ -35,6 +35,8 @@ def embed_entries(
     batch_size: opt.BatchSize = 32,
     max_length: opt.MaxLength = None,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -49,7 +51,7 @@ def embed_entries(
     check_output(check_bank_path(output), force)
     wanted = check_splits(splits.split(","))
     sha256_file(dictionary)  # a missing dictionary fails before the model loads
-    loaded = load_model(model, distributed.local_device(device))
+    loaded = opt.load(model, distributed.local_device(device), runtime, precision)
     with distributed.session(loaded.device):
         bank = build_bank(
             dictionary, loaded, opt.value(kind), wanted, batch_size, max_length, show_progress=show_progress, shard=True
@@ -59,7 +61,7 @@ def embed_entries(
     write_bank(output, bank)
     say(
         f"wrote {output}: {len(bank)} entries x {bank.vectors.shape[1]} dims ({bank.kind}, "
-        f"{int(bank.counts.sum())} definitions)"
+        f"{int(bank.counts.sum())} definitions, {describe(loaded)})"
     )
 
 

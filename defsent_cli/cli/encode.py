@@ -11,7 +11,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..encoder.models import load_model
+from ..encoder.onnx_runtime import describe
 from ..errors import DefsentError
 from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
 from ..io import check_output, read_texts
@@ -37,6 +37,8 @@ def encode_command(
     normalize: Annotated[bool, typer.Option("--normalize/--no-normalize", help="L2-normalise each vector.")] = False,
     skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
     layers: opt.Layers = None,
@@ -77,7 +79,7 @@ def encode_command(
     texts: list[str] = []
     if distributed.is_main() or not from_stdin:
         texts = read_texts(sources, field=field, skip_blank=skip_blank)
-    loaded = load_model(model, distributed.local_device(device))
+    loaded = opt.load(model, distributed.local_device(device), runtime, precision)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):
         if from_stdin:
@@ -91,7 +93,7 @@ def encode_command(
         attrs = {"model": str(model), "pooling": encoder.label, "normalized": normalize}
         attrs["encoding"] = json.dumps(encoder.describe())
         write_vectors(output, vectors, texts=texts, attrs=attrs)
-    say(f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling)")
+    say(f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)})")
 
 
 def register(app: typer.Typer) -> None:

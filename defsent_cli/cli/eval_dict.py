@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..console import err_console
-from ..evaluation.reverse_dict import evaluate, load_bank_for, load_query_encoder
+from ..evaluation.reverse_dict import evaluate, load_bank_for, query_encoder
 from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
@@ -31,6 +31,8 @@ def eval_dict_command(
     pooling: QueryPooling = None,
     batch_size: opt.BatchSize = 32,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -44,7 +46,7 @@ def eval_dict_command(
     if output is not None:
         check_output(output, force)
     entries = load_bank_for(dictionary, bank)
-    encoder = load_query_encoder(model, entries, opt.value(pooling), device)
+    encoder = query_encoder(opt.load(model, device, runtime, precision), entries, opt.value(pooling))
     metrics = evaluate(dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed)
     result = {"task": "reverse-dictionary", "model": str(model), "bank": str(bank), "dictionary": str(dictionary)}
     result["pooling"] = encoder.pooling.name

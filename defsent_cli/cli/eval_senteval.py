@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..encoder.models import load_model
 from ..evaluation.linear_probe import CONFIGS
 from ..evaluation.senteval import MRPC_FEATURES, check_options, evaluate_senteval
 from ..evaluation.senteval_data import load_transfer_tasks
@@ -56,6 +55,8 @@ def eval_senteval(
     batch_size: opt.BatchSize = 32,
     max_length: opt.MaxLength = None,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
     output: opt.ResultsOutput = None,
     force: opt.Force = False,
     show_progress: opt.Progress = None,
@@ -84,7 +85,7 @@ def eval_senteval(
     check_results_output(output, force)
     check_options(opt.value(config), opt.value(mrpc_features))
     loaded_tasks = load_transfer_tasks(data, tasks)  # data problems surface before the model loads
-    loaded = load_model(model, device)
+    loaded = opt.load(model, device, runtime, precision)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     result = evaluate_senteval(
         encoder, data, loaded_tasks, config=opt.value(config), seed=seed, mrpc_features=opt.value(mrpc_features)

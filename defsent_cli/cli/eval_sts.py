@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..encoder.models import load_model
 from ..evaluation.correlations import AGGREGATIONS
 from ..evaluation.sts import BACKENDS, check_options, evaluate_sts
 from ..evaluation.sts_data import LAYOUTS, load_sts_tasks
@@ -64,6 +63,8 @@ def eval_sts(
     batch_size: opt.BatchSize = 32,
     max_length: opt.MaxLength = None,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
     seed: Annotated[
         int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seeds torch (STS scoring has no randomness).")
     ] = opt.SEED_DEFAULT,
@@ -97,7 +98,7 @@ def eval_sts(
     check_options(opt.value(aggregation), opt.value(backend))
     loaded_tasks = load_sts_tasks(data, tasks, opt.value(split), opt.value(layout))  # before the model loads
     torch.manual_seed(seed)
-    loaded = load_model(model, device)
+    loaded = opt.load(model, device, runtime, precision)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     result = evaluate_sts(
         encoder,

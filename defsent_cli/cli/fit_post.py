@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from ..console import say
-from ..encoder.models import load_model
 from ..errors import DefsentError
 from ..io import check_output
 from . import options as opt
@@ -29,6 +28,8 @@ def fit_post(
     batch_size: opt.BatchSize = 32,
     max_length: opt.MaxLength = None,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
     layers: opt.Layers = None,
@@ -51,7 +52,7 @@ def fit_post(
         raise DefsentError("the fitted chain is HDF5: give the output a .h5 suffix", path=output)
     check_output(output, force)
     spec = opt.encode_spec(pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, corpus)
-    loaded = load_model(model, device)
+    loaded = opt.load(model, device, runtime, precision)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     settings = {
         "model": str(model),

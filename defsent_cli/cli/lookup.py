@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import DefsentError
-from ..evaluation.reverse_dict import load_bank_for, load_query_encoder, top_k
+from ..evaluation.reverse_dict import load_bank_for, query_encoder, top_k
 from ..io import read_texts, write_stdout
 from . import options as opt
 from .boundary import guard
@@ -40,6 +40,8 @@ def lookup_command(
     pooling: QueryPooling = None,
     batch_size: opt.BatchSize = 32,
     device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
 ) -> None:
     """Reverse dictionary: print the entries whose bank vectors best match each definition.
 
@@ -58,7 +60,7 @@ def lookup_command(
         if not queries:
             raise DefsentError("no query on stdin (only blank lines or nothing)")
     entries = load_bank_for(None, bank)
-    encoder = load_query_encoder(model, entries, opt.value(pooling), device)
+    encoder = query_encoder(opt.load(model, device, runtime, precision), entries, opt.value(pooling))
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)
     lines = []

@@ -118,6 +118,34 @@ Limit = Annotated[
 ]
 Bank = Annotated[Path, typer.Option("--bank", help="Entry bank (.h5).", show_default=False)]
 
+RuntimeName = choices("RuntimeName", ("torch", "onnx"))
+PrecisionName = choices("PrecisionName", ("fp32", "int8"))
+Runtime = Annotated[
+    RuntimeName,
+    typer.Option(
+        "--runtime",
+        envvar="DEFSENT_RUNTIME",
+        help="torch, or onnx: ONNX Runtime on the CPU (the graph exported once and cached in the model folder).",
+    ),
+]
+Precision = Annotated[
+    PrecisionName,
+    typer.Option(
+        "--precision", envvar="DEFSENT_PRECISION", help="fp32, or int8 (dynamic quantization; needs --runtime onnx)."
+    ),
+]
+RUNTIME_DEFAULT, PRECISION_DEFAULT = RuntimeName("torch"), PrecisionName("fp32")
+
+
+def load(model, device, runtime="torch", precision="fp32"):
+    """The model folder, loaded, with the runtime asked for attached (checked before the model loads)."""
+    from ..encoder.models import load_model
+    from ..encoder.onnx_runtime import check_runtime, use_runtime
+
+    check_runtime(value(runtime), value(precision), device)
+    return use_runtime(load_model(model, device), value(runtime), value(precision))
+
+
 # ---------------------------------------------------------------- pooling and the training-free toolbox
 
 Pooling = Annotated[

@@ -19,6 +19,7 @@ import torch
 from .. import distributed
 from ..console import make_progress
 from ..errors import DefsentError
+from ..log import note
 from ..space.linalg import l2_normalize
 from .models import LoadedModel
 from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
@@ -71,6 +72,21 @@ def prepare_pooling(
     return pool
 
 
+def forward_pass(loaded: LoadedModel, pooling: Pooling):
+    """The ONNX graph when one is attached and the pooling reads only the last layer, else the torch model
+    (with a one-line notice the first time a pooling needs what the graph does not return)."""
+    runtime = loaded.runtime
+    if runtime is None:
+        return loaded.model
+    if runtime.supports(pooling):
+        return runtime
+    if not loaded.fallback_noted:
+        note(f"{pooling.label} pooling reads other layers or attention probabilities, which the ONNX graph does not "
+             "return: running torch for it")  # fmt: skip
+        loaded.fallback_noted = True
+    return loaded.model
+
+
 def encode_workers(device) -> int:
     """How many batches run at once: on CPU one per torch thread, each op single-threaded; else 1.
 
@@ -115,7 +131,7 @@ def encode_ids(
     """Run the encoder over pre-tokenised inputs; rows come back in input order."""
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
-    tokenizer, model = loaded.tokenizer, loaded.model
+    tokenizer, model = loaded.tokenizer, forward_pass(loaded, pooling)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out = np.empty((len(id_lists), loaded.dim), dtype=np.float32)
 

@@ -63,6 +63,8 @@ class LoadedModel:
     info: dict = field(default_factory=dict)
     transformer_dir: Path | None = None  # the folder holding config.json (inside an ST folder)
     missing_keys: set = field(default_factory=set)  # weights the checkpoint lacked (initialised at random)
+    runtime: object | None = None  # an onnx_runtime.OnnxModel standing in for the forward pass (--runtime onnx)
+    fallback_noted: bool = False  # the "running torch for this pooling" notice was given
 
     @property
     def dim(self) -> int:

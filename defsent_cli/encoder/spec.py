@@ -184,7 +184,9 @@ class Encoder:
 
     def describe(self) -> dict:
         """Every setting that changes the vectors, for results JSON and output attributes."""
-        info = {"pooling_settings": self.pooling.describe()}
+        from .onnx_runtime import describe
+
+        info = {"pooling_settings": self.pooling.describe(), "runtime": describe(self.loaded)}
         if self.post:
             info["post"] = post_settings(self.post)
         return info

@@ -1,0 +1,185 @@
+"""--runtime onnx / --precision int8: export once, cache by weights, the same vectors as torch (fp32), close
+ones (int8), torch for poolings the graph cannot serve; and embed-entries encoding each distinct text once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+TEXTS = ["a dog runs in the park", "the cat sleeps", "two men play chess on a long table in the park", "rain"]
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def bert(tmp_path, tiny_bert) -> Path:
+    """A private copy of the tiny BERT (the graph cache is written into the model folder)."""
+    return Path(shutil.copytree(tiny_bert, tmp_path / "bert"))
+
+
+@pytest.fixture
+def sents(tmp_path) -> Path:
+    path = tmp_path / "sents.txt"
+    path.write_text("\n".join(TEXTS * 5) + "\n")
+    return path
+
+
+def _encode(cli, model, sents, out, *extra) -> np.ndarray:
+    result = cli("encode", "-m", model, "-i", sents, "-o", out, *extra)
+    assert result.exit_code == 0, result.output
+    return np.load(out)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_fp32_graph_gives_the_torch_vectors(cli, family, tiny_bert, tiny_roberta, sents, tmp_path):
+    model = Path(shutil.copytree(tiny_bert if family == "bert" else tiny_roberta, tmp_path / family))
+    for pooling in ("mean", "cls", "max"):
+        ref = _encode(cli, model, sents, tmp_path / f"t-{pooling}.npy", "--pooling", pooling, "-b", "3")
+        got = _encode(
+            cli, model, sents, tmp_path / f"o-{pooling}.npy", "--pooling", pooling, "-b", "3", "--runtime", "onnx"
+        )
+        assert np.abs(_unit(got) - _unit(ref)).max() < 1e-4
+        assert not np.allclose(got, 0)
+
+
+def test_int8_is_close_and_export_is_cached_by_weights(cli, bert, sents, tmp_path, library_log):
+    fp32 = _encode(cli, bert, sents, tmp_path / "f.npy", "--runtime", "onnx")
+    int8 = _encode(cli, bert, sents, tmp_path / "i.npy", "--runtime", "onnx", "--precision", "int8")
+    cosine = np.sum(_unit(fp32) * _unit(int8), axis=1)
+    assert cosine.min() > 0.95 and not np.allclose(fp32, int8)  # quantized: close, not the same
+    graphs = sorted((bert / "onnx").glob("defsent-*.onnx"))
+    assert [g.name.split("-")[1] for g in graphs] == ["fp32", "int8"]
+    stamp = graphs[0].stat().st_mtime_ns
+    library_log.clear()
+    again = _encode(cli, bert, sents, tmp_path / "f2.npy", "--runtime", "onnx")
+    np.testing.assert_array_equal(again, fp32)
+    assert graphs[0].stat().st_mtime_ns == stamp and any("(cached" in text for _, text in library_log)
+    # new weights: a new key, a new graph, the stale one removed, the new vectors follow the new weights
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(bert / "model.safetensors"))
+    key = next(k for k in weights if k.endswith("layer.0.output.dense.weight"))
+    weights[key] *= 1.5
+    save_file(weights, str(bert / "model.safetensors"), metadata={"format": "pt"})
+    changed = _encode(cli, bert, sents, tmp_path / "f3.npy", "--runtime", "onnx")
+    ref = _encode(cli, bert, sents, tmp_path / "t3.npy")
+    assert np.abs(_unit(changed) - _unit(ref)).max() < 1e-4 and not np.allclose(changed, fp32)
+    now = sorted(g.name for g in (bert / "onnx").glob("defsent-fp32-*.onnx"))
+    assert len(now) == 1 and now[0] != graphs[0].name
+
+
+def test_read_only_model_folder_caches_elsewhere(cli, bert, sents, tmp_path, monkeypatch):
+    from defsent_cli.encoder import onnx_runtime
+
+    real = onnx_runtime._writable
+    monkeypatch.setattr(onnx_runtime, "_writable", lambda folder: False if folder == bert / "onnx" else real(folder))
+    monkeypatch.setenv("DEFSENT_CACHE", str(tmp_path / "cache"))
+    _encode(cli, bert, sents, tmp_path / "f.npy", "--runtime", "onnx")
+    assert not (bert / "onnx").exists() or not list((bert / "onnx").iterdir())
+    assert len(list((tmp_path / "cache").rglob("defsent-fp32-*.onnx"))) == 1
+
+
+def test_poolings_the_graph_cannot_serve_run_on_torch_with_a_notice(cli, bert, sents, tmp_path):
+    ref = _encode(cli, bert, sents, tmp_path / "t.npy", "--pooling", "first-last")
+    result = cli(
+        "encode", "-m", bert, "-i", sents, "-o", tmp_path / "o.npy", "--pooling", "first-last", "--runtime", "onnx"
+    )
+    assert result.exit_code == 0, result.output
+    assert "running torch for it" in result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), ref)
+
+
+def test_runtime_choices_are_checked_first(cli, bert, sents, tmp_path):
+    bad = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "x.npy", "--precision", "int8")
+    assert bad.exit_code == 2 and "--runtime onnx" in bad.stderr
+    gpu = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "x.npy", "--runtime", "onnx", "--device", "cuda")
+    assert gpu.exit_code == 2 and "CPU" in gpu.stderr
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_results_and_commands_record_the_runtime(cli, bert, mini, tmp_path):
+    out = tmp_path / "sts.json"
+    args = [
+        "eval-sts",
+        "-m",
+        bert,
+        "--data",
+        mini,
+        "--tasks",
+        "STS-B,SICK-R",
+        "--runtime",
+        "onnx",
+        "--precision",
+        "int8",
+    ]
+    result = cli(*args, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["runtime"] == "onnx int8"
+
+
+def test_embed_entries_encodes_each_distinct_definition_once(cli, bert, tmp_path, monkeypatch):
+    """Entries sharing a gloss (as WordNet's lemmas of one synset do): each text is encoded once, and the bank
+    is the one of encoding every (entry, definition) pair."""
+    rows = [
+        {"entry": "car", "definitions": ["a motor vehicle with four wheels", "a railway coach"]},
+        {"entry": "auto", "definitions": ["a motor vehicle with four wheels"]},
+        {"entry": "automobile", "definitions": ["a motor vehicle with four wheels", "the cat sleeps"]},
+        {"entry": "kitty", "definitions": ["the cat sleeps"]},
+        {"entry": "rail car", "definitions": ["a railway coach", "a dog runs in the park"]},
+    ]
+    dictionary = tmp_path / "dict.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from defsent_cli.encoder import encode as encode_module
+
+    seen: list[int] = []
+    original = encode_module.encode_ids
+
+    def counting(loaded, id_lists, *args, **kwargs):
+        seen.append(len(id_lists))
+        return original(loaded, id_lists, *args, **kwargs)
+
+    monkeypatch.setattr(encode_module, "encode_ids", counting)  # what the (sharded) bank build calls
+    bank_path = tmp_path / "bank.h5"
+    result = cli("embed-entries", dictionary, "-m", bert, "-o", bank_path, "--kind", "AMP", "-b", "2")
+    assert result.exit_code == 0, result.output
+    assert sum(seen) == 4  # 4 distinct texts of 8 definitions
+    from defsent_cli.encoder.encode import encode
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.formats.bank import read_bank
+
+    bank = read_bank(bank_path)
+    loaded = load_model(bert, "cpu")
+    for i, row in enumerate(rows):  # every pair encoded on its own, then averaged
+        expected = encode(row["definitions"], loaded, "mean", batch_size=1, show_progress_bar=False).mean(axis=0)
+        np.testing.assert_allclose(bank.vectors[i], expected, atol=1e-6)
+    assert bank.counts.tolist() == [2, 1, 2, 1, 2]
+    # the same bank from the ONNX graph
+    onnx_bank = tmp_path / "bank-onnx.h5"
+    assert (
+        cli("embed-entries", dictionary, "-m", bert, "-o", onnx_bank, "--kind", "AMP", "--runtime", "onnx").exit_code
+        == 0
+    )
+    np.testing.assert_allclose(read_bank(onnx_bank).vectors, bank.vectors, atol=1e-5)
+
+
+def test_lookup_and_eval_dict_on_the_graph(cli, bert, tiny_dict, tmp_path):
+    bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", tiny_dict, "-m", bert, "-o", bank).exit_code == 0
+    ckpt = tmp_path / "ckpt"
+    assert cli("train", tiny_dict, "--bank", bank, "-m", bert, "-o", ckpt, "--max-steps", "2", "-b", "2").exit_code == 0
+    torch_hits = cli("lookup", "-m", ckpt, "--bank", bank, "--json", "-k", "5", "an animal that barks")
+    onnx_hits = cli(
+        "lookup", "-m", ckpt, "--bank", bank, "--json", "-k", "5", "--runtime", "onnx", "an animal that barks"
+    )
+    assert onnx_hits.exit_code == 0, onnx_hits.output
+    a, b = json.loads(torch_hits.stdout)["results"], json.loads(onnx_hits.stdout)["results"]
+    assert [h["entry"] for h in a] == [h["entry"] for h in b]
+    np.testing.assert_allclose([h["score"] for h in a], [h["score"] for h in b], atol=1e-3)
