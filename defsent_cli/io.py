@@ -196,9 +196,10 @@ def iter_lines(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Ite
     try:
         for number, line in enumerate(fh, start=1):
             yield number, line.rstrip("\r\n")
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:  # UnicodeDecodeError, or the UTF-16 codec's "stream does not start with BOM"
+        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
         raise DefsentError(
-            f"not valid {encoding} text ({exc.reason}){hint}",
+            f"not valid {encoding} text ({reason}){hint}",
             path="<stdin>" if str(path) == "-" else path,
             line=number + 1,
         ) from None

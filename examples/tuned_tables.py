@@ -1,10 +1,13 @@
 """The tables of docs/results.md section 1 from an examples/tuned.sh run: every row as mean +- sd over seeds.
 
     python examples/tuned_tables.py OUT [--order plain,cosine,...]
+    python examples/tuned_tables.py OUT --choose     (the recipe with the best mean dev composite; prints the
+                                                      folder of its best-dev seed, or "base" when none beats it)
 
 Reads OUT/<row>-sts.json (test STS, 'all'), OUT/<row>-dev.json (STS-B dev, SICK-R trial), OUT/<row>-dict.json
 (reverse dictionary, held-out test entries), the checkpoints' defsent.json (kept step, alpha) and
-OUT/times.tsv; prints Markdown. Nothing is selected here: the tables show what each recipe gives.
+OUT/times.tsv; prints Markdown. The tables select nothing; --choose selects on the dev composite only
+(the mean of STS-B dev and SICK-R trial), never on test scores.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 
 TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
@@ -56,25 +60,51 @@ def group(out: Path, variant: str, prefix: str) -> tuple[list[dict], list[Path]]
     return found, folders
 
 
+def choose(out: Path, variants: list[str]) -> str:
+    """The group (variant seeds or their WiSE-FT merges) with the best mean dev composite over its seeds;
+    within it, the seed with the best dev composite. "base" when no group's mean beats the base's dev."""
+    base = scores(out, "base/base")
+    best_mean, best_folder = (base["dev"] if base else float("-inf")), "base"
+    for variant in variants:
+        for prefix in ("seed", "wise"):
+            rows, folders = group(out, variant, prefix)
+            if not rows:
+                continue
+            mean = statistics.fmean(r["dev"] for r in rows)
+            print(f"{variant}/{prefix}: mean dev {mean:.2f} over {len(rows)} seeds", file=sys.stderr)
+            if mean > best_mean:
+                best_mean = mean
+                best_folder = str(max(zip(rows, folders, strict=True), key=lambda pair: pair[0]["dev"])[1])
+    return best_folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--order", default="author,plain,cosine,smooth,lpft,cosine-lpft,cosine-long")
+    parser.add_argument("--choose", action="store_true", help="print the dev-chosen recipe's best seed folder")
     args = parser.parse_args()
     out = args.out
+    if args.choose:
+        print(choose(out, args.order.split(",")))
+        return
     columns = [*TASKS, "Avg.", "STS-B dev", "SICK-R trial", "dev", "MRR"]
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))
     base = scores(out, "base/base")
     if base:
-        print("| base | - | " + " | ".join(cell([base[c]], 3 if c == "MRR" else 2) if c in base else "-" for c in columns) + " | - |")
+        print(
+            "| base | - | "
+            + " | ".join(cell([base[c]], 3 if c == "MRR" else 2) if c in base else "-" for c in columns)
+            + " | - |"
+        )
     for variant in args.order.split(","):
         for prefix, label in (("seed", variant), ("wise", f"{variant} + WiSE-FT")):
             rows, folders = group(out, variant, prefix)
             if not rows:
                 continue
             infos = [load(f / "defsent.json") or {} for f in folders]
-            extra = [str(i.get("kept_step", "")) if prefix == "seed" else f"{i.get('alpha', '')}" for i in infos]
+            extra = [str(i.get("kept_step", "last")) if prefix == "seed" else f"{i.get('alpha', '')}" for i in infos]
             cells = [cell([r[c] for r in rows if c in r], 3 if c == "MRR" else 2) for c in columns]
             print(f"| {label} | {len(rows)} | " + " | ".join(cells) + f" | {', '.join(extra)} |")
         soup = scores(out, f"{variant}/soup")
@@ -82,7 +112,11 @@ def main() -> None:
             info = load(out / variant / "soup" / "defsent.json") or {}
             kept = len(info.get("soup", []))
             cells = [cell([soup[c]], 3 if c == "MRR" else 2) if c in soup else "-" for c in columns]
-            print(f"| {variant} greedy soup ({kept} kept) + WiSE-FT | 1 | " + " | ".join(cells) + f" | {info.get('alpha', '')} |")
+            print(
+                f"| {variant} greedy soup ({kept} kept) + WiSE-FT | 1 | "
+                + " | ".join(cells)
+                + f" | {info.get('alpha', '')} |"
+            )
     times = out / "times.tsv"
     if times.is_file():
         print("\n| stage | seconds |\n|---|---|")

@@ -83,6 +83,8 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
         "no_weights": broken / "no-weights",
         "list_info": broken / "list-info",
         "other_dict": broken / "other.jsonl",
+        "zero_post": broken / "zero-post.h5",
+        "reshaped_post": broken / "reshaped-post.h5",
     }
     bad["empty"].write_text("")
     bad["blank"].write_text("\n  \n\n")
@@ -114,6 +116,13 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
     shutil.copytree(ckpt, bad["list_info"])
     (bad["list_info"] / "defsent.json").write_text("[1, 2]\n")
     bad["other_dict"].write_text(dictionary.read_text().replace('"w1"', '"zz"'))
+    for name, change in (("zero_post", "zero"), ("reshaped_post", "reshape")):  # damaged fitted chains
+        shutil.copy(post, bad[name])
+        with h5py.File(bad[name], "a") as h5:
+            step = h5[next(iter(h5))]
+            std = step["std"][()]
+            del step["std"]
+            step.create_dataset("std", data=np.zeros_like(std) if change == "zero" else std[:-3])
     senteval = build_mini(root / "transfer") / "senteval" / "downstream"
     (senteval / "MR").mkdir()
     (senteval / "MR" / "rt-polarity.pos").write_text("a great film\nsuch a great cast\n")
@@ -146,6 +155,7 @@ CASES = [
     Case("build-dict missing source", lambda w, o: ["build-dict", w.missing, "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "no such file", lambda w: w.missing),
     Case("build-dict folder as tsv", lambda w, o: ["build-dict", w.root / "broken", "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "is a directory", lambda w: w.root / "broken"),
     Case("build-dict undecodable", lambda w, o: ["build-dict", w.bad["latin1"], "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "--encoding", lambda w: w.bad["latin1"]),
+    Case("build-dict utf-8 read as utf-16", lambda w, o: ["build-dict", w.texts, "--format", "tsv", "--encoding", "utf-16", "-o", _o(o, "d.jsonl")], 2, "not valid utf-16", lambda w: w.texts),
     Case("build-dict blank file", lambda w, o: ["build-dict", w.bad["blank"], "--format", "tsv", "-o", _o(o, "d.jsonl")], 2, "no entries left"),
     Case("build-dict json array", lambda w, o: ["build-dict", w.bad["array"], "-o", _o(o, "d.jsonl")], 2, "expected a JSON object", lambda w: w.bad["array"]),
     Case("build-dict blank definition", lambda w, o: ["build-dict", w.bad["blank_def"], "-o", _o(o, "d.jsonl")], 2, "non-empty strings", lambda w: w.bad["blank_def"]),
@@ -221,7 +231,9 @@ CASES = [
     Case("merge alpha out of range", lambda w, o: ["merge", w.bert, w.ckpt, "--alpha", "2", "-o", _o(o)], 2, "between 0"),
     Case("merge alpha nan", lambda w, o: ["merge", w.bert, w.ckpt, "--alpha", "nan", "-o", _o(o)], 2, "between 0"),
     Case("merge missing model", lambda w, o: ["merge", w.bert, w.missing, "-o", _o(o)], 2, "not a model folder", lambda w: w.missing),
-    Case("merge output exists", lambda w, o: ["merge", w.bert, w.ckpt, "-o", w.ckpt], 2, "--force", lambda w: w.ckpt),
+    Case("merge a model twice", lambda w, o: ["merge", w.ckpt, w.ckpt, "--method", "uniform", "-o", _o(o)], 2, "more than once", lambda w: w.ckpt),
+    Case("merge select dict-dev", lambda w, o: ["merge", w.bert, w.ckpt, "--alpha", "0:1:0.5", "--select", "dict-dev", "-o", _o(o)], 2, "'dict-dev' is not one of"),
+    Case("merge output exists", lambda w, o: ["merge", w.bert, w.ckpt, "-o", w.bad["no_weights"]], 2, "--force", lambda w: w.bad["no_weights"]),
     # ------------------------------------------------------------------ lookup, eval-dict
     Case("lookup no query", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "no query", stdin=""),
     Case("lookup blank queries only", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "no query", stdin="\n \n"),
@@ -240,9 +252,15 @@ CASES = [
     Case("encode bad suffix", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", _o(o, "v.csv")], 2, "suffix"),
     Case("encode max-length", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--max-length", "100000", "-o", _o(o, "v.npy")], 2, "--max-length"),
     Case("encode post unknown", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "bogus", "-o", _o(o, "v.npy")], 2, "post-processing step"),
-    Case("encode fit-on missing", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "zscore", "--fit-on", w.missing, "-o", _o(o, "v.npy")], 2, "file not found", lambda w: w.missing),
+    Case("encode fit-on missing", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "zscore", "--fit-on", w.missing, "-o", _o(o, "v.npy")], 2, "no such file", lambda w: w.missing),
+    Case("encode idf corpus is a folder", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--weighting", "idf", "--idf-corpus", w.root, "-o", _o(o, "v.npy")], 2, "is a folder", lambda w: w.root),
     Case("encode empty idf corpus", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--weighting", "idf", "--idf-corpus", w.bad["blank"], "-o", _o(o, "v.npy")], 2, "no lines", lambda w: w.bad["blank"]),
     Case("encode post-file not one", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bank, "-o", _o(o, "v.npy")], 2, "post-processing file", lambda w: w.bank),
+    Case("encode empty file", lambda w, o: ["encode", "-m", w.bert, "-i", w.bad["empty"], "-o", _o(o, "v.npy")], 2, "no sentences", lambda w: w.bad["empty"]),
+    Case("encode empty stdin", lambda w, o: ["encode", "-m", w.bert, "-o", _o(o, "v.npy")], 2, "no sentences in stdin", stdin=""),
+    Case("encode post-file zero scale", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bad["zero_post"], "-o", _o(o, "v.npy")], 2, "damaged post-processing file", lambda w: w.bad["zero_post"]),
+    Case("encode post-file reshaped", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bad["reshaped_post"], "-o", _o(o, "v.npy")], 2, "damaged post-processing file", lambda w: w.bad["reshaped_post"]),
+    Case("inspect one path for both outputs", lambda w, o: ["inspect", w.bank, "-o", _o(o, "same.svg"), "--plot", _o(o, "same.svg")], 2, "same path", lambda w: "same.svg"),
     Case("encode output is a folder", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o, "--force"], 2, "is a folder"),
     # ------------------------------------------------------------------ eval-sts, eval-senteval, fit-post, ditto-search
     Case("eval-sts no data", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
@@ -254,7 +272,8 @@ CASES = [
     Case("eval-senteval unknown task", lambda w, o: ["eval-senteval", "-m", w.bert, "--data", w.data, "--tasks", "SNLI"], 2, "unknown transfer task"),
     Case("fit-post no steps", lambda w, o: ["fit-post", "-m", w.bert, "-i", w.texts, "-o", _o(o, "p.h5")], 2, "--post"),
     Case("fit-post empty input", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.bad["blank"], "-o", _o(o, "p.h5")], 2, "no sentences", lambda w: w.bad["blank"]),
-    Case("fit-post input missing", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.missing, "-o", _o(o, "p.h5")], 2, "file not found", lambda w: w.missing),
+    Case("fit-post input missing", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.missing, "-o", _o(o, "p.h5")], 2, "no such file", lambda w: w.missing),
+    Case("fit-post input is a folder", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.root, "-o", _o(o, "p.h5")], 2, "is a folder", lambda w: w.root),
     Case("ditto-search layers", lambda w, o: ["ditto-search", "-m", w.bert, "--data", w.data, "--layers", "first,last"], 2, "--layers"),
     Case("ditto-search no data", lambda w, o: ["ditto-search", "-m", w.bert, "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
     # ------------------------------------------------------------------ usage
@@ -294,7 +313,8 @@ def test_the_table_covers_every_command():
     covered = {case.argv(SimpleNamespace(**dict.fromkeys(
         "root bert roberta dictionary bank ckpt texts data post vectors transfer missing".split(), Path("x")),
         bad={k: Path("x") for k in ("empty", "blank", "latin1", "array", "dupe", "blank_def", "text", "not_bank", "flat_bank",
-             "nan_bank", "empty_npy", "flat_npy", "no_tokenizer", "no_weights", "list_info", "other_dict")}), Path("o"))[0]
+             "nan_bank", "empty_npy", "flat_npy", "no_tokenizer", "no_weights", "list_info", "other_dict", "zero_post",
+             "reshaped_post")}), Path("o"))[0]
         for case in CASES}  # fmt: skip
     assert commands <= covered, commands - covered
     assert len(CASES) >= 100
@@ -379,6 +399,57 @@ def test_a_closed_pipe_is_an_error_and_a_slow_pipe_gets_everything(w):
     process.stdout.close()
     assert process.wait() == 1
     assert process.stderr.read().decode().strip().splitlines()[-1] == "error: <stdout>: output closed (broken pipe)"
+
+
+def test_a_closed_stdout_is_an_error_for_data_and_no_matter_for_files(w, tmp_path):
+    """``>&-``: writing data to stdout fails in one line (exit 1); a command writing a file works as usual."""
+    closed = ["bash", "-c", 'exec "$@" >&-', "-"]
+    run = subprocess.run([*closed, *DEFSENT, "lookup", "-m", str(w.ckpt), "--bank", str(w.bank), "a red tree"],
+                         env=ENV, capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "error: <stdout>: output closed (bad file descriptor)"
+    out = tmp_path / "v.npy"
+    run = subprocess.run([*closed, *DEFSENT, "encode", "-m", str(w.bert), "-i", str(w.texts), "-o", str(out)],
+                         env=ENV, capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert np.load(out).shape == (120, 32)
+
+
+# An output that is one of the command's own inputs (or a folder holding one) is refused before any work, even
+# with --force: each case runs on copies, and the copies must come out byte for byte unchanged.
+CLOBBER = [
+    ("train -o the base model", lambda w, c: ["train", w.dictionary, "--bank", w.bank, "-m", c["bert"], "-o", c["bert"]]),
+    ("train -o the folder of its dictionary", lambda w, c: ["train", c["dict"], "--bank", w.bank, "-m", w.bert, "-o", c["dict"].parent]),
+    ("merge -o one of its models", lambda w, c: ["merge", w.bert, c["ckpt"], "-o", c["ckpt"]]),
+    ("ica -o its bank", lambda w, c: ["ica", c["bank"], "-o", c["bank"], "--n-components", "8"]),
+    ("build-dict -o its source", lambda w, c: ["build-dict", c["dict"], "-o", c["dict"]]),
+    ("embed-entries -o its dictionary", lambda w, c: ["embed-entries", c["dict"], "-m", w.bert, "-o", c["dict"]]),
+    ("encode -o its input", lambda w, c: ["encode", "-m", w.bert, "-i", c["dict"], "--field", "entry", "-o", c["dict"]]),
+    ("select-best --link one of its checkpoints", lambda w, c: ["select-best", w.ckpt, c["ckpt"], "--by", "dict-dev", "--link", c["ckpt"]]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,argv", CLOBBER, ids=[name for name, _ in CLOBBER])
+def test_an_output_never_replaces_an_input_even_with_force(name, argv, w, tmp_path):
+    import shutil
+
+    copies = {"bert": tmp_path / "bert", "ckpt": tmp_path / "ckpt", "bank": tmp_path / "bank.h5"}
+    shutil.copytree(w.bert, copies["bert"])
+    shutil.copytree(w.ckpt, copies["ckpt"])
+    shutil.copy(w.bank, copies["bank"])
+    (tmp_path / "d").mkdir()
+    copies["dict"] = tmp_path / "d" / "dict.jsonl"
+    shutil.copy(w.dictionary, copies["dict"])
+
+    def snapshot():
+        return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+    before = snapshot()
+    result = _cli(*argv(w, copies), "--force")
+    assert result.exit_code == 2, f"{name}: exit {result.exit_code}: {result.stderr}"
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error:") and "write the output elsewhere" in error, error
+    assert snapshot() == before, f"{name} changed its inputs"
 
 
 # ---------------------------------------------------------------------------- interrupted and crafted training state

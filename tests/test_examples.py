@@ -145,6 +145,25 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path):
     stages = (out / "times.tsv").read_text()
     assert "cosine train seed 2" in stages and "cosine soup" in stages
 
+    # --choose: the group (seeds or their merges) with the best mean dev composite, then its best seed
+    def dev(name):
+        tasks = json.loads((out / f"{name}-dev.json").read_text())["tasks"]
+        return (tasks["STS-B"]["spearman"] + tasks["SICK-R"]["spearman"]) / 2
+
+    groups = {p: [dev(f"cosine/{p}-{s}") for s in (1, 2)] for p in ("seed", "wise")}
+    means = {p: sum(v) / 2 for p, v in groups.items()}
+    expected = "base"
+    best = max(means, key=means.get)
+    if means[best] > dev("base/base"):
+        expected = str(out / "cosine" / f"{best}-{1 + groups[best].index(max(groups[best]))}")
+    chosen = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "tuned_tables.py"), str(out), "--choose", "--order", "cosine"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert chosen.stdout.strip() == expected
+
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):

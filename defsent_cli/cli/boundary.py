@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -71,6 +72,7 @@ _RUNTIME_ERRORS = {
     errno.EPERM: "operation not permitted",
     errno.EROFS: "read-only file system",
     errno.EPIPE: "output closed (broken pipe)",
+    errno.EBADF: "output closed (bad file descriptor)",
     errno.EIO: "input/output error",
 }
 
@@ -85,6 +87,26 @@ def os_error_message(exc: OSError) -> tuple[str, int]:
     return (f"{where}: {text}" if where else text), code
 
 
+class _ClosedStdout:
+    """Stands in for a closed stdout: writing data fails with EBADF (one line, exit 1); flushing nothing is fine."""
+
+    def write(self, data: Any) -> int:
+        raise OSError(errno.EBADF, "closed", "<stdout>")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "closed", "<stdout>")
+
+    @property
+    def buffer(self) -> _ClosedStdout:
+        return self
+
+
 def _quiet_stdout() -> None:
     """After a broken pipe: point stdout at /dev/null so the interpreter's last flush cannot fail too."""
     try:
@@ -94,13 +116,43 @@ def _quiet_stdout() -> None:
         pass
 
 
+#: The parameters that name what a command writes; every other path parameter is something it reads.
+OUTPUT_PARAMETERS = ("output", "plot", "link")
+
+
+def _paths(value: Any) -> list[Path]:
+    values = value if isinstance(value, list | tuple) else [value]
+    return [Path(v) for v in values if isinstance(v, Path) and str(v) != "-"]
+
+
+def check_outputs_spare_inputs(kwargs: dict[str, Any]) -> None:
+    """No output may be one of the command's inputs, or a folder holding one (``--force`` would destroy
+    what the command reads), and no two outputs may be one path. Checked before any work starts."""
+    outputs = [(name, path) for name in OUTPUT_PARAMETERS for path in _paths(kwargs.get(name))]
+    inputs = [path for name, value in kwargs.items() if name not in OUTPUT_PARAMETERS for path in _paths(value)]
+    seen: dict[Path, str] = {}
+    for name, path in outputs:
+        where = path.parent.resolve() / path.name  # an output that is a symlink is replaced, not followed
+        if where in seen:
+            raise DefsentError(f"--{name} and --{seen[where]} are the same path; give each its own", path=path)
+        seen[where] = name
+        for input_path in inputs:
+            source = input_path.resolve()
+            if source == where or where in source.parents:
+                what = "is the input" if source == where else "is a folder holding the input"
+                raise DefsentError(f"--{name} {what} {input_path}; write the output elsewhere", path=path)
+
+
 def guard(fn: Callable) -> Callable:
     """Run a command inside the boundary: every failure is one line and its exit code, never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         install_log_handler()
+        if sys.stdout is None:  # the shell closed it (>&-): data written there fails, nothing else does
+            sys.stdout = _ClosedStdout()
         try:
+            check_outputs_spare_inputs(kwargs)
             result = fn(*args, **kwargs)
             sys.stdout.flush()  # a stdout that cannot take the data is a failure, not a success
             return result

@@ -79,6 +79,9 @@ def encode_command(
     texts: list[str] = []
     if distributed.is_main() or not from_stdin:
         texts = read_texts(sources, field=field, skip_blank=skip_blank)
+        if not texts:
+            where = "stdin" if sources == ["-"] else ", ".join(sources)
+            raise DefsentError(f"no sentences in {where}: nothing to encode")
     loaded = opt.load(model, distributed.local_device(device), runtime, precision)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):

@@ -21,7 +21,8 @@ from . import options as opt
 from .boundary import guard
 
 Method = opt.choices("Method", METHODS)
-Select = opt.choices("Select", CRITERIA)
+# dict-dev needs a dictionary and a bank, which a merge of bare model folders does not have
+Select = opt.choices("Select", [name for name in CRITERIA if name != "dict-dev"])
 
 
 def merge_command(
@@ -90,6 +91,10 @@ def merge_command(
     for path in [*models, *([base] if base else [])]:
         if not path.is_dir():
             raise DefsentError("not a model folder", path=path)
+    given = [path.resolve() for path in [*models, *([base] if base else [])]]
+    for path in models:
+        if given.count(path.resolve()) > 1:
+            raise DefsentError("given more than once: each model merges once", path=path)
     base_ingredient = load_ingredient(base) if base is not None else None
     ingredients = [load_ingredient(path) for path in models]
     everything = ([base_ingredient] if base_ingredient else []) + ingredients

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import read_texts
+from ..io import check_input, read_texts
 from ..log import warn
 from ..space.linalg import l2_normalize
 from .encode import encode, prepare_pooling
@@ -67,8 +67,8 @@ class EncodeSpec:
         if self.pooling is not None:  # else the model's default pooling decides, checked once it is loaded
             build_pooling(self.pooling, self.layers, self.template, self.ditto_head, weighting)
         for path in (self.idf_corpus, self.fit_on, self.post_file):
-            if path is not None and not Path(path).is_file():
-                raise DefsentError("file not found", path=path)
+            if path is not None:
+                check_input(path)
         if self.post_file is not None and self.post:
             raise DefsentError("--post-file already holds a fitted --post chain; give one or the other")
         if self.fit_on is not None and not self.post:
@@ -123,13 +123,16 @@ class EncodeSpec:
             fitted_with = chain.attrs.get("pooling")
             if fitted_with is not None and fitted_with != encoder.label:
                 warn(f"{self.post_file} was fitted on {fitted_with} vectors; applying it to {encoder.label} vectors")
+            fitted_model = chain.attrs.get("model")
+            if fitted_model is not None and Path(str(fitted_model)).resolve() != Path(encoder.loaded.path).resolve():
+                warn(f"{self.post_file} was fitted with the model {fitted_model}; applying it to {encoder.loaded.path}")
             chain.attrs["post_file"] = str(self.post_file)
             return chain
         chain = parse_post(self.post)
         if self.fit_on is not None:
             texts = read_texts([self.fit_on], skip_blank=True)
             if not texts:
-                raise DefsentError("--fit-on has no sentences to fit on", path=self.fit_on)
+                raise DefsentError("no sentences to fit the post-processing on", path=self.fit_on)
             plain = replace(encoder, post=None)
             chain.fit(plain(texts, f"fit set {Path(self.fit_on).name}"))
             chain.attrs["fit_on"] = str(self.fit_on)

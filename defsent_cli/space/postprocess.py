@@ -277,9 +277,23 @@ class PostChain:
         chain = parse_post(saved.spec)
         if len(chain.steps) != len(saved.steps):
             raise DefsentError(f"the file holds {len(saved.steps)} fitted steps for {saved.spec!r}", path=path)
-        for step, fitted in zip(chain.steps, saved.steps, strict=True):
-            step.restore(fitted.arrays)
         chain.fit_rows, chain.fit_dims, chain.attrs = saved.fit_rows, saved.fit_dims, dict(saved.attrs)
+        # A damaged file (a missing or reshaped array, a zero scale) must fail here, not as a numpy error or
+        # silent infinities later: the restored chain has to map random vectors of its width to finite ones.
+        probe = np.random.default_rng(0).standard_normal((4, max(saved.fit_dims, 1)))
+        try:
+            for step, fitted in zip(chain.steps, saved.steps, strict=True):
+                step.restore(fitted.arrays)
+            with np.errstate(all="ignore"):
+                sound = bool(np.isfinite(chain.transform(probe)).all())
+        except (KeyError, ValueError, IndexError, TypeError, AttributeError):
+            sound = False
+        if not sound:
+            raise DefsentError(
+                f"damaged post-processing file: its fitted {saved.spec!r} does not map {saved.fit_dims}-dim "
+                "vectors to finite ones; refit it with defsent fit-post",
+                path=path,
+            )
         return chain
 
 
