@@ -85,6 +85,8 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
         "other_dict": broken / "other.jsonl",
         "zero_post": broken / "zero-post.h5",
         "reshaped_post": broken / "reshaped-post.h5",
+        "future_info": broken / "future-info",
+        "narrow_bank": broken / "narrow-bank.h5",
     }
     bad["empty"].write_text("")
     bad["blank"].write_text("\n  \n\n")
@@ -115,6 +117,10 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
             (bad[name] / file).unlink(missing_ok=True)
     shutil.copytree(ckpt, bad["list_info"])
     (bad["list_info"] / "defsent.json").write_text("[1, 2]\n")
+    assert _cli("ica", bank, "--method", "whiten", "--n-components", "8", "-o", bad["narrow_bank"]).exit_code == 0
+    shutil.copytree(ckpt, bad["future_info"])
+    info = json.loads((ckpt / "defsent.json").read_text())
+    (bad["future_info"] / "defsent.json").write_text(json.dumps({**info, "format": "defsent-checkpoint/9"}))
     bad["other_dict"].write_text(dictionary.read_text().replace('"w1"', '"zz"'))
     for name, change in (("zero_post", "zero"), ("reshaped_post", "reshape")):  # damaged fitted chains
         shutil.copy(post, bad[name])
@@ -225,6 +231,7 @@ CASES = [
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),
     Case("select-best link folder missing", lambda w, o: ["select-best", w.ckpt, "--by", "dict-dev", "--link", o / "no" / "best"], 2, "does not exist"),
+    Case("select-best unknown checkpoint format", lambda w, o: ["select-best", w.bad["future_info"], "--by", "dict-dev"], 2, "defsent-checkpoint/9", lambda w: w.bad["future_info"]),
     Case("select-best copy alone", lambda w, o: ["select-best", w.ckpt, "--copy"], 2, "--link"),
     Case("select-best no data", lambda w, o: ["select-best", w.ckpt, "--by", "stsb-dev", "--data", w.missing], 2, "data folder", lambda w: w.missing),
     Case("merge different architectures", lambda w, o: ["merge", w.bert, w.roberta, "-o", _o(o)], 2, "different architectures"),
@@ -240,6 +247,8 @@ CASES = [
     Case("lookup blank argument", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, ""], 2, "blank"),
     Case("lookup bank missing", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.missing, "a pet"], 2, "no such bank", lambda w: w.missing),
     Case("lookup NaN bank", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bad["nan_bank"], "a pet"], 2, "NaN", lambda w: w.bad["nan_bank"]),
+    Case("lookup bank of another width", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bad["narrow_bank"], "a pet"], 2, "8 dims but the model", lambda w: w.bad["narrow_bank"]),
+    Case("eval-dict bank of another width", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bad["narrow_bank"]], 2, "8 dims but the model", lambda w: w.bad["narrow_bank"]),
     Case("lookup k 0", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, "-k", "0", "a pet"], 2, "--top-k"),
     Case("eval-dict bank of another dictionary", lambda w, o: ["eval-dict", w.bad["other_dict"], "-m", w.ckpt, "--bank", w.bank], 2, "another dictionary", lambda w: w.bank),
     Case("eval-dict limit 0", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--limit", "0"], 2, "--limit"),
@@ -279,6 +288,7 @@ CASES = [
     # ------------------------------------------------------------------ usage
     Case("unknown option", lambda w, o: ["encode", "--nope"], 2, "No such option"),
     Case("unknown command", lambda w, o: ["encdoe"], 2, "No such command"),
+    Case("option without its value", lambda w, o: ["encode", "-m"], 2, "see 'defsent encode --help'"),
     Case("missing option", lambda w, o: ["train", w.dictionary], 2, "Missing option"),
 ]  # fmt: skip
 
@@ -314,7 +324,7 @@ def test_the_table_covers_every_command():
         "root bert roberta dictionary bank ckpt texts data post vectors transfer missing".split(), Path("x")),
         bad={k: Path("x") for k in ("empty", "blank", "latin1", "array", "dupe", "blank_def", "text", "not_bank", "flat_bank",
              "nan_bank", "empty_npy", "flat_npy", "no_tokenizer", "no_weights", "list_info", "other_dict", "zero_post",
-             "reshaped_post")}), Path("o"))[0]
+             "reshaped_post", "future_info", "narrow_bank")}), Path("o"))[0]
         for case in CASES}  # fmt: skip
     assert commands <= covered, commands - covered
     assert len(CASES) >= 100

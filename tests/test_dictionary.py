@@ -291,6 +291,17 @@ def test_splits_deterministic_by_entry():
     assert {e.split for e in build.assign_splits(entries, (0, 0, 1))} == {"test"}
 
 
+def test_a_split_left_empty_is_warned_about(library_log):
+    two = [fmt.Entry("dog", ["a pet"], []), fmt.Entry("cat", ["another pet"], [])]
+    splits = [e.split for e in build.assign_splits(two, (0.8, 0.1, 0.1), seed=42)]
+    missing = [name for name in fmt.SPLITS if name not in splits]
+    warnings = [text for level, text in library_log if level == "warning"]
+    assert missing and warnings == [f"--split gives {', '.join(missing)} no entries at all (2 entries split by hash)"]
+    library_log.clear()
+    build.assign_splits([fmt.Entry(f"w{i}", ["x"], []) for i in range(200)], (0.8, 0.1, 0.1))
+    assert library_log == []
+
+
 @pytest.mark.parametrize("bad", ["0.8,0.1", "0.8,0.1,0.2", "1.2,-0.1,-0.1", "a,b,c", (0.5, 0.5)])
 def test_split_fractions_validated(bad):
     with pytest.raises(DefsentError, match="--split"):

@@ -197,7 +197,7 @@ class DefsentGroup(TyperGroup):
             exc.show()
             sys.exit(exc.exit_code)
         except click_errors.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "defsent"
+            where = exc.ctx.command_path if exc.ctx is not None else self._command_path(args, prog_name)
             what = exc.format_message().replace("Value error, ", "").rstrip(".")
             raise SystemExit(_fail(f"{what}; see '{where} --help'", exc.exit_code)) from None
         except click_errors.ClickException as exc:
@@ -206,6 +206,13 @@ class DefsentGroup(TyperGroup):
             err_console.print("[red]interrupted[/red]")
             sys.exit(130)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def _command_path(self, args, prog_name) -> str:
+        """'defsent CMD' for an error Click raised without a context (an option missing its value)."""
+        argv = list(sys.argv[1:] if args is None else args)
+        name = next((a for a in argv if not a.startswith("-")), None)
+        prog = prog_name or "defsent"
+        return f"{prog} {name}" if name in self.commands else prog
 
 
 def _fail(message: str, exit_code: int) -> int:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import DefsentError
-from ..formats.dictionary import Entry
+from ..formats.dictionary import SPLITS, Entry
+from ..log import warn
 from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
 
 
@@ -151,7 +153,12 @@ def assign_splits(
     The default gives every entry ``train`` (DefSent+ trains on the whole dictionary).
     """
     fractions = parse_fractions(fractions)
-    return [dataclasses.replace(e, split=split_of(e.entry, fractions, seed)) for e in entries]
+    split = [dataclasses.replace(e, split=split_of(e.entry, fractions, seed)) for e in entries]
+    counts = Counter(e.split for e in split)
+    empty = [name for name, share in zip(SPLITS, fractions, strict=True) if share > 0 and not counts[name]]
+    if split and empty:
+        warn(f"--split gives {', '.join(empty)} no entries at all ({len(split)} entries split by hash)")
+    return split
 
 
 # --------------------------------------------------------------------------- the pipeline

@@ -56,7 +56,11 @@ def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -
         name = pooling or own or str(bank.attrs.get("pooling", "mean"))
         head = PoolerHead(None, "identity")
     if bank.vectors.shape[1] != loaded.dim:
-        raise DefsentError(f"bank has {bank.vectors.shape[1]} dims but the model {loaded.path} has {loaded.dim}")
+        raise DefsentError(
+            f"the bank has {bank.vectors.shape[1]} dims but the model {loaded.path} has {loaded.dim}; "
+            "embed the entries with this model (or one of its size)",
+            path=bank.source,
+        )
     return QueryEncoder(loaded, get_pooling(name), head.to(loaded.device))
 
 

@@ -31,6 +31,7 @@ class Bank:
     vectors: np.ndarray
     counts: np.ndarray
     attrs: dict = field(default_factory=dict)
+    source: Path | None = None  # the file it was read from (for messages; not stored)
 
     @property
     def kind(self) -> str:
@@ -102,7 +103,7 @@ def read_bank(path: str | Path, dtype=np.float32) -> Bank:
     if not np.isfinite(vectors).all():
         bad = int((~np.isfinite(vectors)).any(axis=1).sum())
         raise DefsentError(f"bank has {bad} row(s) with NaN or infinite values; rebuild it", path=path)
-    return Bank(entries, vectors, counts, attrs)
+    return Bank(entries, vectors, counts, attrs, source=Path(path))
 
 
 def check_bank_matches(bank: Bank, dictionary: str | Path, bank_path: str | Path = "bank") -> None:

@@ -35,6 +35,12 @@ def read_info(folder: str | Path) -> dict:
         raise DefsentError(f"cannot read {INFO_FILE} ({exc})", path=path) from None
     if not isinstance(info, dict):
         raise DefsentError(f"{INFO_FILE} must hold a JSON object, found {type(info).__name__}", path=path)
+    if "format" in info and info["format"] != CHECKPOINT_FORMAT:
+        raise DefsentError(
+            f"{INFO_FILE} says format {info['format']!r}; this defsent reads {CHECKPOINT_FORMAT!r} "
+            "(a newer defsent wrote it?)",
+            path=path,
+        )
     return info
 
 
