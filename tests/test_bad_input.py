@@ -205,6 +205,7 @@ CASES = [
     Case("ica tol nan", lambda w, o: ["ica", w.bank, "--tol", "nan", "-o", _o(o, "i.h5")], 2, "--tol"),
     Case("ica too many components", lambda w, o: ["ica", w.bank, "--n-components", "500", "-o", _o(o, "i.h5")], 2, "--n-components", lambda w: w.bank),
     Case("ica rescale plain bank", lambda w, o: ["ica", w.bank, "--rescale", "--scale", "1", "-o", _o(o, "i.h5")], 2, "--rescale", lambda w: w.bank),
+    Case("ica rescale with fitting options", lambda w, o: ["ica", w.bad["narrow_bank"], "--rescale", "--n-components", "3", "-o", _o(o, "i.h5")], 2, "drop --n-components"),
     Case("inspect empty npy", lambda w, o: ["inspect", w.bad["empty_npy"]], 2, "cannot read .npy", lambda w: w.bad["empty_npy"]),
     Case("inspect 1-D npy", lambda w, o: ["inspect", w.bad["flat_npy"]], 2, "2-D float", lambda w: w.bad["flat_npy"]),
     Case("inspect missing", lambda w, o: ["inspect", w.missing], 2, "no such", lambda w: w.missing),

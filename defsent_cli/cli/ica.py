@@ -80,6 +80,11 @@ def ica(
       defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5   # no refit
     """
     check_output(check_bank_path(output), force)
+    if rescale:
+        fitting = {"--n-components": n_components is not None, "--standardize": standardize is not None}
+        fitting["--method whiten"] = method != Method.ica
+        if given := [name for name, present in fitting.items() if present]:
+            raise DefsentError(f"--rescale only changes the scale of a fitted bank; drop {', '.join(given)}")
     bank = read_bank(bank_path)
     try:
         if rescale:
