@@ -185,8 +185,8 @@ def test_eval_sts_post_is_fitted_per_task_and_recorded(cli, tiny_bert, mini, tmp
     ("options", "message"),
     [
         (["--post", "pca"], "zscore"),
-        (["--fit-on", "x.txt"], "file not found"),
-        (["--post", "whiten", "--post-file", "p.h5"], "file not found"),
+        (["--fit-on", "x.txt"], "no such file"),
+        (["--post", "whiten", "--post-file", "p.h5"], "no such file"),
     ],
 )
 def test_bad_post_options(cli, tiny_bert, sents, tmp_path, options, message):

@@ -270,8 +270,11 @@ def test_train_rejects_a_bank_from_another_dictionary(cli, tiny_bert, tiny_dict,
     other.write_text(tiny_dict.read_text().replace("giraffe", "zebra"))
     result = cli("train", other, "--bank", bert_bank, "-m", tiny_bert, "-o", tmp_path / "x")
     assert result.exit_code == 2 and "another dictionary" in result.stderr
-    exists = cli("train", tiny_dict, "--bank", bert_bank, "-m", tiny_bert, "-o", tmp_path)
+    (tmp_path / "exists").mkdir()
+    exists = cli("train", tiny_dict, "--bank", bert_bank, "-m", tiny_bert, "-o", tmp_path / "exists")
     assert exists.exit_code == 2 and "--force" in exists.stderr
+    holds = cli("train", tiny_dict, "--bank", bert_bank, "-m", tiny_bert, "-o", tiny_dict.parent, "--force")
+    assert holds.exit_code == 2 and "holding the input" in holds.stderr
 
 
 def _cls_states(folder: Path, texts: list[str], head: bool) -> np.ndarray:
