@@ -49,14 +49,22 @@ def cell(values: list[float], digits: int) -> str:
     return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def info_of(folder: Path) -> dict:
+    """A model's defsent.json: in its checkpoint folder (a run), or beside its results as NAME-defsent.json
+    (the copy in docs/results/tuned, which keeps no weights)."""
+    return load(folder / "defsent.json") or load(folder.parent / f"{folder.name}-defsent.json") or {}
+
+
 def group(out: Path, variant: str, prefix: str) -> tuple[list[dict], list[Path]]:
+    """The evaluated seeds of a variant (prefix seed) or of their merges (prefix wise)."""
     found, folders = [], []
-    for folder in sorted((out / variant).glob(f"{prefix}-*")):
-        if folder.is_dir() and folder.name.split("-")[-1].isdigit():
-            row = scores(out, f"{variant}/{folder.name}")
+    names = {p.name.split("-sts.json")[0] for p in (out / variant).glob(f"{prefix}-*-sts.json")}
+    for name in sorted(names):
+        if name.split("-")[-1].isdigit():
+            row = scores(out, f"{variant}/{name}")
             if row is not None:
                 found.append(row)
-                folders.append(folder)
+                folders.append(out / variant / name)
     return found, folders
 
 
@@ -103,13 +111,13 @@ def main() -> None:
             rows, folders = group(out, variant, prefix)
             if not rows:
                 continue
-            infos = [load(f / "defsent.json") or {} for f in folders]
+            infos = [info_of(f) for f in folders]
             extra = [str(i.get("kept_step", "last")) if prefix == "seed" else f"{i.get('alpha', '')}" for i in infos]
             cells = [cell([r[c] for r in rows if c in r], 3 if c == "MRR" else 2) for c in columns]
             print(f"| {label} | {len(rows)} | " + " | ".join(cells) + f" | {', '.join(extra)} |")
         soup = scores(out, f"{variant}/soup")
         if soup:
-            info = load(out / variant / "soup" / "defsent.json") or {}
+            info = info_of(out / variant / "soup")
             kept = len(info.get("soup", []))
             cells = [cell([soup[c]], 3 if c == "MRR" else 2) if c in soup else "-" for c in columns]
             print(
