@@ -69,11 +69,11 @@ def test_hdf5_round_trip_and_dictionary_check(tiny_dict, bert, tmp_path):
     again = read_bank(path)
     assert again.entries == bank.entries
     np.testing.assert_array_equal(again.vectors, bank.vectors)
-    check_bank_matches(again, tiny_dict, path)
+    check_bank_matches(again, tiny_dict)
     other = tmp_path / "other.jsonl"
     other.write_text(tiny_dict.read_text().replace("giraffe", "camelopard"))
     with pytest.raises(DefsentError, match="another dictionary"):
-        check_bank_matches(again, other, path)
+        check_bank_matches(again, other)
 
 
 def test_read_bank_rejects_other_files(tmp_path):

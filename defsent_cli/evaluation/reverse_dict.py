@@ -137,5 +137,5 @@ def load_bank_for(dictionary: str | Path | None, bank_path: str | Path) -> Bank:
     """Read a bank and, when a dictionary is named, check the bank was built from it."""
     bank = read_bank(bank_path)
     if dictionary is not None:
-        check_bank_matches(bank, dictionary, bank_path)
+        check_bank_matches(bank, dictionary)
     return bank

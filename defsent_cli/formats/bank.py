@@ -106,9 +106,9 @@ def read_bank(path: str | Path, dtype=np.float32) -> Bank:
     return Bank(entries, vectors, counts, attrs, source=Path(path))
 
 
-def check_bank_matches(bank: Bank, dictionary: str | Path, bank_path: str | Path = "bank") -> None:
+def check_bank_matches(bank: Bank, dictionary: str | Path) -> None:
     """Fail unless the bank was built from exactly this dictionary (SHA-256 and entry strings)."""
-    dictionary = Path(dictionary)
+    dictionary, bank_path = Path(dictionary), bank.source or "bank"
     if bank.attrs.get("dictionary_sha256") != sha256_file(dictionary):
         raise DefsentError(
             f"bank was built from another dictionary (SHA-256 differs from {dictionary}); rebuild it with embed-entries",

@@ -100,7 +100,7 @@ class Trainer:
         self.config = config.validate()
         self.dictionary, self.bank_path, self.base_model = Path(dictionary), Path(bank_path), Path(base_model)
         bank = read_bank(bank_path, dtype=np.dtype(config.bank_dtype))
-        check_bank_matches(bank, dictionary, bank_path)
+        check_bank_matches(bank, dictionary)
         self.bank_attrs, self.bank_splits, self.n_bank = bank.attrs, bank.splits, len(bank)
         self.rank, self.world = distributed.rank(), distributed.world()
         torch.manual_seed(config.seed)
