@@ -88,12 +88,11 @@ def merge_command(
     )
     if criterion is not None:
         criterion.prepare()
-    for path in [*models, *([base] if base else [])]:
+    folders = [*models, *([base] if base else [])]
+    for path in folders:
         if not path.is_dir():
             raise DefsentError("not a model folder", path=path)
-    given = [path.resolve() for path in [*models, *([base] if base else [])]]
-    for path in models:
-        if given.count(path.resolve()) > 1:
+        if [other.resolve() for other in folders].count(path.resolve()) > 1:
             raise DefsentError("given more than once: each model merges once", path=path)
     base_ingredient = load_ingredient(base) if base is not None else None
     ingredients = [load_ingredient(path) for path in models]
