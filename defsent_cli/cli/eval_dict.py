@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from ..console import err_console
-from ..evaluation.reverse_dict import evaluate, load_bank_for, query_encoder
+from ..evaluation.reverse_dict import evaluate
 from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
-from .lookup import CheckpointModel, QueryPooling
+from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates
 from .render import reverse_dictionary_table, show
 
 
@@ -21,9 +21,8 @@ def eval_dict_command(
         Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL the bank was built from.", show_default=False)
     ],
     model: CheckpointModel,
-    bank: Annotated[
-        Path, typer.Option("--bank", help="Entry bank (.h5) whose entries are the candidates.", show_default=False)
-    ],
+    bank: CandidateBank = None,
+    word_head: opt.WordHead = None,
     split: Annotated[opt.Split, typer.Option("--split", help="Whose definitions are the queries.")] = opt.Split.test,
     limit: opt.Limit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
@@ -39,16 +38,24 @@ def eval_dict_command(
     """Reverse-dictionary accuracy: MRR and top-1/3/10 of each definition's entry among all bank entries.
 
     \b
-    Example:
+    Examples:
       defsent eval-dict dict.jsonl --split test --model ckpt/ --bank bank.h5 \\
           -o dict-test.json
+      defsent eval-dict dict.jsonl --model defsent-ckpt/ -o words.json
+
+    Over the vocabulary (a --objective defsent checkpoint, or --word-head) only the entries that are one
+    token are queried, as in DefSent's word-prediction table.
     """
     if output is not None:
         check_output(output, force)
-    entries = load_bank_for(dictionary, bank)
-    encoder = query_encoder(opt.load(model, device, runtime, precision), entries, opt.value(pooling))
+    encoder, entries = candidates(opt.load(model, device, runtime, precision), bank, word_head, pooling, dictionary)
     metrics = evaluate(dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed)
-    result = {"task": "reverse-dictionary", "model": str(model), "bank": str(bank), "dictionary": str(dictionary)}
+    result = {
+        "task": "reverse-dictionary",
+        "model": str(model),
+        "bank": str(bank) if bank is not None else None,
+        "dictionary": str(dictionary),
+    }
     result["pooling"] = encoder.pooling.name
     result["head"] = encoder.head.mode_description
     result.update(metrics)

@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 
 from ..errors import DefsentError
-from ..evaluation.reverse_dict import load_bank_for, query_encoder, top_k
+from ..evaluation.reverse_dict import (
+    QueryEncoder,
+    load_bank_for,
+    query_encoder,
+    top_k,
+    trained_word_objective,
+    word_query_encoder,
+)
+from ..formats.bank import Bank
 from ..io import read_texts, write_stdout
 from . import options as opt
 from .boundary import guard
@@ -27,17 +35,43 @@ CheckpointModel = Annotated[
 ]
 
 
+CandidateBank = Annotated[
+    Path | None,
+    typer.Option(
+        "--bank",
+        help="Entry bank (.h5) whose entries are the candidates (not needed for a --objective defsent checkpoint "
+        "or with --word-head: the vocabulary is).",
+        show_default=False,
+    ),
+]
+
+
+def candidates(
+    loaded, bank: Path | None, word_head, pooling, dictionary: Path | None = None
+) -> tuple[QueryEncoder, Bank]:
+    """(query encoder, candidates): the entries of ``bank``, or the vocabulary through a word head."""
+    if bank is not None and word_head is not None:
+        raise DefsentError("--bank and --word-head choose the candidates two ways; pass one of them")
+    if bank is None:
+        if word_head is None and not trained_word_objective(loaded):
+            raise DefsentError(
+                "pass --bank BANK.h5 (the candidates), or --word-head mlm|embeddings to rank the vocabulary"
+            )
+        return word_query_encoder(loaded, opt.value(word_head), opt.value(pooling))
+    entries = load_bank_for(dictionary, bank)
+    return query_encoder(loaded, entries, opt.value(pooling)), entries
+
+
 def lookup_command(
     model: CheckpointModel,
-    bank: Annotated[
-        Path, typer.Option("--bank", help="Entry bank (.h5) whose entries are the candidates.", show_default=False)
-    ],
+    bank: CandidateBank = None,
     queries: Annotated[
         list[str] | None, typer.Argument(metavar="QUERIES", help="Definitions to look up; none: one per line on stdin.")
     ] = None,
     k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Entries to show per query.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query on stdout.")] = False,
     pooling: QueryPooling = None,
+    word_head: opt.WordHead = None,
     batch_size: opt.BatchSize = 32,
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
@@ -46,8 +80,10 @@ def lookup_command(
     """Reverse dictionary: print the entries whose bank vectors best match each definition.
 
     \b
-    Example:
+    Examples:
       defsent lookup --model ckpt/ --bank bank.h5 "a long-necked African animal"
+      defsent lookup --model defsent-ckpt/ "a long-necked African animal"
+      defsent lookup --model bert-base/ --word-head mlm "a feeling of great happiness"
     """
     if queries:
         for number, query in enumerate(queries, 1):
@@ -59,8 +95,7 @@ def lookup_command(
         queries = read_texts(["-"], skip_blank=True)
         if not queries:
             raise DefsentError("no query on stdin (only blank lines or nothing)")
-    entries = load_bank_for(None, bank)
-    encoder = query_encoder(opt.load(model, device, runtime, precision), entries, opt.value(pooling))
+    encoder, entries = candidates(opt.load(model, device, runtime, precision), bank, word_head, pooling)
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)
     lines = []

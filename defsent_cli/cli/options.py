@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..encoder.pooling import POOLINGS
+from ..encoder.word_head import WORD_HEADS
 from ..formats.dictionary import SPLITS
 from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
 
@@ -62,6 +63,18 @@ def choices(name: str, values) -> type[Enum]:
 
 PoolingName = choices("PoolingName", POOLINGS)
 TrainPooling = choices("TrainPooling", TRAIN_POOLINGS)
+WordHeadKind = choices("WordHeadKind", WORD_HEADS)
+WordHead = Annotated[
+    WordHeadKind | None,
+    typer.Option(
+        "--word-head",
+        help="The frozen word-prediction layer: mlm = the model's pretrained masked-LM head (DefSent); embeddings = "
+        "u . E^T with the frozen input embeddings (models without an MLM head, e.g. all-MiniLM-L6-v2). train: for "
+        "--objective defsent and --mlm-weight (default mlm); eval-dict / lookup: rank the vocabulary with it instead "
+        "of a bank (default: the head a --objective defsent checkpoint stored).",
+        show_default=False,
+    ),
+]
 Split = choices("Split", SPLITS)
 Weighting = choices("Weighting", ("idf", "none"))
 

@@ -11,7 +11,16 @@ from .. import distributed
 from ..console import say
 from ..encoder.head import POOLER_MODES
 from ..evaluation.criteria import CRITERIA
-from ..training.config import BANK_DTYPES, BATCHINGS, KEEP, LOGITS, TrainConfig
+from ..training.config import (
+    BANK_DTYPES,
+    BATCHINGS,
+    KEEP,
+    LOGITS,
+    OBJECTIVE_DEFAULTS,
+    OBJECTIVES,
+    SCHEDULES,
+    TrainConfig,
+)
 from ..training.trainer import train
 from . import options as opt
 from .boundary import guard
@@ -24,6 +33,13 @@ BankDtype = opt.choices("BankDtype", BANK_DTYPES)
 Logits = opt.choices("Logits", LOGITS)
 Keep = opt.choices("Keep", KEEP)
 EvalOn = opt.choices("EvalOn", CRITERIA)
+Objective = opt.choices("Objective", OBJECTIVES)
+Schedule = opt.choices("Schedule", SCHEDULES)
+_PLUS, _DEFSENT = OBJECTIVE_DEFAULTS["defsent-plus"], OBJECTIVE_DEFAULTS["defsent"]
+
+
+def _defaults(objective: str) -> str:
+    return f"(default: {_PLUS[objective]:g}; --objective defsent: {_DEFSENT[objective]:g})"
 
 
 def train_command(
@@ -33,11 +49,45 @@ def train_command(
             metavar="DICTIONARY", help="Dictionary JSONL; its train split is trained on.", show_default=False
         ),
     ],
-    bank: Annotated[
-        Path, typer.Option("--bank", help="Entry bank (.h5) built from exactly this dictionary.", show_default=False)
-    ],
     model: opt.Model,
     output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)],
+    bank: Annotated[
+        Path | None,
+        typer.Option(
+            "--bank",
+            help="Entry bank (.h5) built from exactly this dictionary (objective defsent-plus; defsent has none).",
+            show_default=False,
+        ),
+    ] = None,
+    objective: Annotated[
+        Objective,
+        typer.Option(
+            "--objective",
+            help="defsent-plus: definitions onto their entries' bank vectors (DefSent+); defsent: predict the "
+            "entry word through the frozen word head (DefSent; single-token entries only).",
+        ),
+    ] = Objective("defsent-plus"),
+    word_head: opt.WordHead = None,
+    freeze_embeddings: Annotated[
+        bool | None,
+        typer.Option(
+            "--freeze-embeddings/--train-embeddings",
+            help="Freeze the encoder's embedding layer (default: frozen for --objective defsent, as DefSent; "
+            "trained for defsent-plus).",
+            show_default=False,
+        ),
+    ] = None,
+    mlm_weight: Annotated[
+        float,
+        typer.Option(
+            "--mlm-weight",
+            callback=opt.NON_NEGATIVE,
+            help="Add this times a masked-LM loss on a second, masked pass of each batch (Reiml 2023: 0.1).",
+        ),
+    ] = 0.0,
+    mlm_probability: Annotated[
+        float, typer.Option("--mlm-probability", callback=opt.FRACTION, help="Share of tokens masked for --mlm-weight.")
+    ] = 0.15,
     pooling: Annotated[
         opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling before the head, in training.")
     ] = opt.TrainPooling.cls,
@@ -54,23 +104,50 @@ def train_command(
             "activation: for untrained poolers and ICA banks), auto.",
         ),
     ] = Pooler.auto,
-    lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Peak learning rate.")] = 2e-5,
+    lr: Annotated[
+        float | None,
+        typer.Option("--lr", callback=opt.POSITIVE, help=f"Peak learning rate {_defaults('lr')}.", show_default=False),
+    ] = None,
     head_lr: Annotated[
         float | None,
         typer.Option(
             "--head-lr", callback=opt.POSITIVE, help="Peak learning rate of the head's dense layer (default: --lr)."
         ),
     ] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Definitions per step.")] = 32,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size", "-b", min=1, help=f"Definitions per step {_defaults('batch_size')}.", show_default=False
+        ),
+    ] = None,
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training definitions.")] = 1,
     warmup_ratio: Annotated[
-        float,
-        typer.Option("--warmup-ratio", callback=opt.FRACTION, help="Share of steps for linear warm-up (DefSent: 0.1)."),
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            "--warmup-ratio",
+            callback=opt.FRACTION,
+            help=f"Share of steps for linear warm-up {_defaults('warmup_ratio')}.",
+            show_default=False,
+        ),
+    ] = None,
+    schedule: Annotated[
+        Schedule | None,
+        typer.Option(
+            "--schedule",
+            help="After the warm-up: linear (decay to 0; DefSent+) or constant (DefSent's code). Default: the "
+            "objective's.",
+            show_default=False,
+        ),
+    ] = None,
     weight_decay: Annotated[
         float, typer.Option("--weight-decay", callback=opt.NON_NEGATIVE, help="AdamW weight decay.")
     ] = 0.0,
-    adam_eps: Annotated[float, typer.Option("--adam-eps", callback=opt.POSITIVE, help="AdamW epsilon.")] = 1e-6,
+    adam_eps: Annotated[
+        float | None,
+        typer.Option(
+            "--adam-eps", callback=opt.POSITIVE, help=f"AdamW epsilon {_defaults('adam_eps')}.", show_default=False
+        ),
+    ] = None,
     max_grad_norm: Annotated[
         float, typer.Option("--max-grad-norm", callback=opt.POSITIVE, help="Gradient clipping norm.")
     ] = 1.0,
@@ -157,23 +234,34 @@ def train_command(
     """Train a fresh copy of MODEL to map definitions onto their entries' bank vectors (one PST step).
 
     \b
-    Example:
+    Examples:
       defsent train dict.jsonl --bank bank.h5 --model BASE --pooling cls \\
           --lr 5e-5 --seed 1 -o ckpt-1/
+      defsent train dict.jsonl --objective defsent --model bert-base/ -o defsent-1/
+      defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o ckpt-mlm/
 
+    --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant).
     Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.
     """
+    objective_name = opt.value(objective)
+    defaults = OBJECTIVE_DEFAULTS[objective_name]
     config = TrainConfig(
+        objective=objective_name,
+        word_head=opt.value(word_head) or "mlm",
+        freeze_embeddings=freeze_embeddings,
+        schedule=opt.value(schedule) or defaults["schedule"],
+        mlm_weight=mlm_weight,
+        mlm_probability=mlm_probability,
         pooling=opt.value(pooling),
         pooler=opt.value(pooler),
         inference_pooling=opt.value(inference_pooling),
-        lr=lr,
+        lr=defaults["lr"] if lr is None else lr,
         head_lr=head_lr,
-        batch_size=batch_size,
+        batch_size=batch_size or defaults["batch_size"],
         epochs=epochs,
-        warmup_ratio=warmup_ratio,
+        warmup_ratio=defaults["warmup_ratio"] if warmup_ratio is None else warmup_ratio,
         weight_decay=weight_decay,
-        adam_eps=adam_eps,
+        adam_eps=defaults["adam_eps"] if adam_eps is None else adam_eps,
         max_grad_norm=max_grad_norm,
         seed=seed,
         max_length=max_length,

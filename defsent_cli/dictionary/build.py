@@ -67,22 +67,62 @@ def _is_space_prefixed(tokenizer: Any) -> bool:
         return False
 
 
-def single_token(entries: Iterable[Entry], tokenizer: Any, batch_size: int = 4096) -> list[Entry]:
-    """Keep the entries that are exactly one known token for ``tokenizer`` (DefSent+ dataset "c").
+def single_token_ids(words: Sequence[str], tokenizer: Any, batch_size: int = 4096) -> list[int | None]:
+    """The one token id of each word for ``tokenizer``, or None when it is several tokens or unknown.
 
     No special tokens are added. For tokenizers where a leading space changes the token
-    (RoBERTa-style byte-level BPE) the entry is tokenized as ``" " + entry``, as DefSent's
-    ``add_prefix_space``. An entry that maps to the unknown token is dropped.
+    (RoBERTa-style byte-level BPE) the word is tokenized as ``" " + word``, as DefSent's
+    ``add_prefix_space``. ``build-dict --single-token`` and ``train --objective defsent`` both use this.
     """
-    entries = list(entries)
     prefix = " " if _is_space_prefixed(tokenizer) else ""
     unk = getattr(tokenizer, "unk_token_id", None)
-    kept: list[Entry] = []
-    for start in range(0, len(entries), batch_size):
-        chunk = entries[start : start + batch_size]
-        encoded = tokenizer([prefix + e.entry for e in chunk], add_special_tokens=False, verbose=False)["input_ids"]
-        kept.extend(e for e, ids in zip(chunk, encoded, strict=True) if len(ids) == 1 and ids[0] != unk)
-    return kept
+    ids: list[int | None] = []
+    for start in range(0, len(words), batch_size):
+        chunk = words[start : start + batch_size]
+        encoded = tokenizer([prefix + w for w in chunk], add_special_tokens=False, verbose=False)["input_ids"]
+        ids.extend(e[0] if len(e) == 1 and e[0] != unk else None for e in encoded)
+    return ids
+
+
+def single_token(entries: Iterable[Entry], tokenizer: Any) -> list[Entry]:
+    """Keep the entries that are exactly one known token for ``tokenizer`` (DefSent+ dataset "c")."""
+    entries = list(entries)
+    ids = single_token_ids([e.entry for e in entries], tokenizer)
+    return [e for e, token in zip(entries, ids, strict=True) if token is not None]
+
+
+@dataclasses.dataclass
+class WordTargets:
+    """The definitions of one split whose entry is a single token, with that token's id (DefSent's data)."""
+
+    texts: list[str]
+    token_ids: list[int]
+    entries: int  # single-token entries used
+    skipped: int  # entries of the split that are several tokens (or unknown) for the tokenizer
+    skipped_examples: list[str]
+
+
+def word_targets(dictionary: str | Path, split: str, tokenizer: Any) -> WordTargets:
+    """Every definition of ``split`` whose entry is one token for ``tokenizer`` (as ``build-dict --single-token``)."""
+    from ..formats.dictionary import iter_entries
+
+    entries = [e for e in iter_entries(dictionary) if e.split == split]
+    ids = single_token_ids([e.entry for e in entries], tokenizer)
+    texts: list[str] = []
+    labels: list[int] = []
+    skipped = [e.entry for e, token in zip(entries, ids, strict=True) if token is None]
+    for entry, token in zip(entries, ids, strict=True):
+        if token is not None:
+            texts.extend(entry.definitions)
+            labels.extend([token] * len(entry.definitions))
+    if not texts:
+        reason = (
+            f"none of its {len(entries):,} {split!r} entries is a single token of the model's vocabulary"
+            if entries
+            else f"it has no {split!r} entries"
+        )
+        raise DefsentError(f"no definitions to predict words from: {reason}", path=dictionary)
+    return WordTargets(texts, labels, len(entries) - len(skipped), len(skipped), skipped[:3])
 
 
 def min_definitions(entries: Iterable[Entry], n: int) -> list[Entry]:

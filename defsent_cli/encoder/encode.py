@@ -127,13 +127,15 @@ def encode_ids(
     batch_size: int = 32,
     progress=None,
     task=None,
+    dim: int | None = None,
 ) -> np.ndarray:
-    """Run the encoder over pre-tokenised inputs; rows come back in input order."""
+    """Run the encoder over pre-tokenised inputs; rows come back in input order (``dim``: the pooling's
+    output width when it is not the model's, e.g. a word head's)."""
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
     tokenizer, model = loaded.tokenizer, forward_pass(loaded, pooling)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    out = np.empty((len(id_lists), loaded.dim), dtype=np.float32)
+    out = np.empty((len(id_lists), dim or loaded.dim), dtype=np.float32)
 
     def run(index: np.ndarray) -> None:
         with torch.inference_mode():  # thread-local: entered in each worker

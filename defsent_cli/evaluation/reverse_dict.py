@@ -4,6 +4,11 @@ A query is represented as in training, ``head(pool(encoder(query)))``, and score
 against every bank row by dot product (the training logits).  ``evaluate`` reports
 MRR and top-1/3/10 accuracy over the definitions of one dictionary split, as
 DefSent's word-prediction table does (mean over definitions).
+
+Over the vocabulary (a checkpoint trained with ``--objective defsent``, or any model with
+``--word-head``): the candidates are every token of the model's vocabulary, the "bank" is the
+word head's matrix (``encoder/word_head.py``: its logits are exactly the head's), and a
+definition's gold is its entry's token; entries of several tokens are skipped, as DefSent does.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import numpy as np
 import torch
 
 from ..console import make_progress
+from ..dictionary.build import word_targets
 from ..encoder.encode import encode_ids
 from ..encoder.head import PoolerHead, head_from_info
 from ..encoder.models import LoadedModel, load_model
 from ..encoder.pooling import Pooling, get_pooling
 from ..encoder.tokenize import tokenize
+from ..encoder.word_head import WordHead, WordTransform, load_word_head, read_word_head
 from ..errors import DefsentError
 from ..formats.bank import Bank, check_bank_matches, read_bank
 from ..formats.dictionary import split_definitions
@@ -34,13 +41,14 @@ class QueryEncoder:
 
     loaded: LoadedModel
     pooling: Pooling
-    head: PoolerHead
+    head: PoolerHead | WordTransform
+    dim: int | None = None  # the head's output width when it is not the model's (a word head with its bias column)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, progress=None, task=None) -> np.ndarray:
         pool, head = self.pooling, self.head
         with_head = Pooling(f"{pool.name}+head", lambda batch: head(pool(batch)))
         ids = tokenize(texts, self.loaded.tokenizer, pool, self.loaded.max_length)
-        return encode_ids(self.loaded, ids, with_head, batch_size, progress, task)
+        return encode_ids(self.loaded, ids, with_head, batch_size, progress, task, dim=self.dim)
 
 
 def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -> QueryEncoder:
@@ -48,7 +56,7 @@ def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -
     and head (the training logits); a merged checkpoint with its own pooling and no head; any other model
     with no head and the pooling of the bank's kind (AC -> cls, AMP -> mean). ``pooling`` overrides."""
     kind = loaded.info.get("kind", "train") if loaded.source == "defsent" else None
-    if kind == "train":
+    if kind == "train" and not trained_word_objective(loaded):
         name = pooling or loaded.info.get("train_pooling", "cls")
         head = head_from_info(loaded.model, loaded.info)
     else:
@@ -62,6 +70,38 @@ def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -
             path=bank.source,
         )
     return QueryEncoder(loaded, get_pooling(name), head.to(loaded.device))
+
+
+def trained_word_objective(loaded: LoadedModel) -> bool:
+    """True for a checkpoint trained with ``--objective defsent`` (it carries its word head)."""
+    return loaded.source == "defsent" and loaded.info.get("objective") == "defsent"
+
+
+def vocabulary_bank(loaded: LoadedModel, head: WordHead) -> Bank:
+    """Every token of the vocabulary as a candidate; its row is the word head's (``[E | b]`` or ``E``)."""
+    tokenizer = loaded.tokenizer
+    tokens = tokenizer.convert_ids_to_tokens(list(range(head.matrix.shape[0])))
+    entries = [tokenizer.convert_tokens_to_string([t]).strip() if t is not None else "" for t in tokens]
+    vectors = head.matrix.detach().cpu().float().numpy()
+    attrs = {"kind": "vocabulary", "word_head": head.kind, "splits": "train,dev,test"}
+    return Bank(entries, vectors, np.ones(len(entries), dtype=np.int64), attrs, source=loaded.path)
+
+
+def word_query_encoder(
+    loaded: LoadedModel, word_head: str | None = None, pooling: str | None = None
+) -> tuple[QueryEncoder, Bank]:
+    """(query encoder, vocabulary bank) of a model ranking the vocabulary: a ``--objective defsent`` checkpoint
+    with its stored word head and training pooling, or any model with ``word_head`` (mlm | embeddings; pooling
+    default cls, DefSent's choice for BERT-base)."""
+    if trained_word_objective(loaded) and word_head is None:
+        head = read_word_head(loaded.path, loaded.model)
+        name = pooling or loaded.info.get("train_pooling", "cls")
+    else:
+        head = load_word_head(loaded, word_head or "mlm")
+        name = pooling or "cls"
+    head = head.to(loaded.device)
+    encoder = QueryEncoder(loaded, get_pooling(name), head.transform, dim=int(head.matrix.shape[1]))
+    return encoder, vocabulary_bank(loaded, head)
 
 
 def load_query_encoder(model: str | Path, bank: Bank, pooling: str | None = None, device: str = "auto") -> QueryEncoder:
@@ -119,8 +159,14 @@ def evaluate(
     seed: int = 42,
 ) -> dict:
     """MRR and top-1/3/10 over the definitions of ``split`` (the bank must match the dictionary);
-    ``limit``: a seeded random sample of that many definitions (as ``train --limit``)."""
-    texts, rows, _ = split_definitions(Path(dictionary), bank.splits, split)
+    ``limit``: a seeded random sample of that many definitions (as ``train --limit``).
+    A vocabulary bank (:func:`vocabulary_bank`): the single-token entries' definitions, gold = their token."""
+    skipped = None
+    if bank.kind == "vocabulary":
+        found = word_targets(Path(dictionary), split, encoder.loaded.tokenizer)
+        texts, rows, skipped = found.texts, found.token_ids, found.skipped
+    else:
+        texts, rows, _ = split_definitions(Path(dictionary), bank.splits, split)
     gold = np.asarray(rows, dtype=np.int64)
     if limit and limit < len(texts):
         keep = np.sort(np.random.default_rng(seed).permutation(len(texts))[:limit])
@@ -130,6 +176,9 @@ def evaluate(
         queries = encoder.encode(texts, batch_size, progress, task)
     metrics = rank_metrics(gold_ranks(queries, bank, gold))
     metrics.update({"split": split, "bank_entries": len(bank), "limit": limit, "seed": seed if limit else None})
+    if skipped is not None:
+        metrics["candidates"] = "vocabulary"
+        metrics["multi_token_entries_skipped"] = skipped
     return metrics
 
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from ..encoder.head import POOLER_MODES
 from ..encoder.pooling import POOLINGS
+from ..encoder.word_head import WORD_HEADS
 from ..errors import DefsentError
 
-TRAIN_POOLINGS = ("cls", "mean")
+TRAIN_POOLINGS = ("cls", "mean", "max")
 LOGITS = ("dot", "cosine")
 KEEP = ("best", "last")
 #: --scale when none is given: DefSent+'s plain dot product has none (1); cosine logits need one
@@ -17,6 +18,20 @@ KEEP = ("best", "last")
 DEFAULT_SCALE = {"dot": 1.0, "cosine": 20.0}
 BATCHINGS = ("bucket", "random")
 BANK_DTYPES = ("float32", "float16")
+SCHEDULES = ("linear", "constant")
+#: defsent-plus: definitions onto a frozen bank of entry embeddings (DefSent+, Liu 2024);
+#: defsent: the entry word predicted through the frozen word-prediction layer (DefSent, Tsukagoshi et al. 2021).
+OBJECTIVES = ("defsent-plus", "defsent")
+#: What each objective's reference uses where the command line is silent (cli/train.py fills these in).
+#: DefSent (experiments/configs: config.yaml, optimizer/adam.yaml, scheduler/warmup.yaml, src/lr_scheduler.py):
+#: batch 16, Adam (eps 1e-8, no weight decay: the same update as AdamW with weight decay 0), lr 1e-5, a linear
+#: warm-up over 10% of the steps and then a CONSTANT rate (LRPolycy returns 1.0 after the warm-up; the paper says
+#: only "linear warm-up"; --schedule linear decays to 0 instead). DefSent+ (TrainEncoder.py): batch 32, AdamW eps
+#: 1e-6, lr 2e-5 (our default; the paper tunes it), no warm-up, linear decay.
+OBJECTIVE_DEFAULTS = {
+    "defsent-plus": {"lr": 2e-5, "batch_size": 32, "warmup_ratio": 0.0, "adam_eps": 1e-6, "schedule": "linear"},
+    "defsent": {"lr": 1e-5, "batch_size": 16, "warmup_ratio": 0.1, "adam_eps": 1e-8, "schedule": "constant"},
+}
 DEFAULT_SEED = 42
 MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
 
@@ -67,6 +82,16 @@ class TrainConfig:
     eval_every: int = 0  # score the model on eval_on every N steps (and at the end); 0: never
     eval_on: str = "dev"  # a criterion of evaluation/criteria.py
     keep: str | None = None  # best | last (default: best with eval_every, else last)
+    objective: str = "defsent-plus"  # defsent-plus | defsent
+    word_head: str = "mlm"  # mlm | embeddings: the frozen word-prediction layer (objective defsent, --mlm-weight)
+    freeze_embeddings: bool | None = None  # the encoder's embedding layer frozen (default: True for defsent)
+    schedule: str = "linear"  # linear: warm-up then linear decay to 0; constant: warm-up then constant
+    mlm_weight: float = 0.0  # lambda of the auxiliary masked-LM loss (0: none)
+    mlm_probability: float = 0.15  # share of tokens masked for it
+
+    @property
+    def embeddings_frozen(self) -> bool:
+        return self.objective == "defsent" if self.freeze_embeddings is None else bool(self.freeze_embeddings)
 
     @property
     def logit_scale(self) -> float:
@@ -79,7 +104,7 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Every value checked (one-line DefsentError); returns self."""
         if self.pooling not in TRAIN_POOLINGS:
-            raise DefsentError(f"training pooling must be cls or mean, not {self.pooling!r}")
+            raise DefsentError(f"training pooling must be one of {', '.join(TRAIN_POOLINGS)}, not {self.pooling!r}")
         if self.inference_pooling is not None and self.inference_pooling not in POOLINGS:
             raise DefsentError(
                 f"--inference-pooling must be one of {', '.join(POOLINGS)}, not {self.inference_pooling!r}"
@@ -121,6 +146,34 @@ class TrainConfig:
             raise DefsentError(f"--keep must be best or last, not {self.keep!r}")
         if self.keep == "best" and not self.eval_every:
             raise DefsentError("--keep best needs --eval-every N (the steps at which checkpoints are scored)")
+        if self.objective not in OBJECTIVES:
+            raise DefsentError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}")
+        if self.word_head not in WORD_HEADS:
+            raise DefsentError(f"--word-head must be one of {', '.join(WORD_HEADS)}, not {self.word_head!r}")
+        if self.schedule not in SCHEDULES:
+            raise DefsentError(f"--schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}")
+        check_positive(self.mlm_weight, "--mlm-weight", allow_zero=True)
+        if not (math.isfinite(self.mlm_probability) and 0 < self.mlm_probability < 1):
+            raise DefsentError(f"--mlm-probability must be in (0, 1), got {self.mlm_probability}")
+        if self.objective == "defsent":
+            mixed = [
+                option
+                for option, used in (
+                    ("--pooler", self.pooler != "auto"),
+                    ("--head-lr", self.head_lr is not None),
+                    ("--head-warmup-steps", self.head_warmup_steps > 0),
+                    ("--logits cosine", self.logits != "dot"),
+                    ("--scale", self.scale is not None),
+                    ("--bank-dtype float16", self.bank_dtype != "float32"),
+                    ("--eval-on dict-dev", self.eval_on == "dict-dev"),
+                )
+                if used
+            ]
+            if mixed:
+                raise DefsentError(
+                    f"{', '.join(mixed)}: DefSent+ options; --objective defsent predicts the word through the frozen "
+                    "word head (--word-head) over the vocabulary"
+                )
         from ..evaluation.criteria import CRITERIA
 
         if self.eval_on not in CRITERIA:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..dictionary.build import word_targets
 from ..encoder.pooling import Pooling
 from ..encoder.tokenize import tokenize
 from ..formats.dictionary import split_definitions
+from ..log import note
 from .config import TrainConfig
 
 
@@ -23,9 +25,18 @@ class TrainingData:
     labels: np.ndarray
     n_entries_trained: int = 0
     texts: list[str] = field(default_factory=list, repr=False)
+    skipped_entries: int = 0  # objective defsent: train-split entries that are not one token
 
     def __len__(self) -> int:
         return len(self.labels)
+
+
+def _sampled(texts: list[str], labels: np.ndarray, config: TrainConfig) -> tuple[list[str], np.ndarray]:
+    """A seeded sample of ``config.limit`` definitions (all of them without a limit)."""
+    if config.limit and config.limit < len(texts):
+        keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.limit])
+        texts, labels = [texts[i] for i in keep], labels[keep]
+    return texts, labels
 
 
 def training_data(
@@ -33,11 +44,26 @@ def training_data(
 ) -> TrainingData:
     """The train split's definitions (a seeded sample of ``config.limit`` of them), tokenised."""
     texts, rows, n_entries = split_definitions(dictionary, bank_splits, "train")
-    labels = np.asarray(rows, dtype=np.int64)
-    if config.limit and config.limit < len(texts):
-        keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.limit])
-        texts, labels = [texts[i] for i in keep], labels[keep]
+    texts, labels = _sampled(texts, np.asarray(rows, dtype=np.int64), config)
     return TrainingData(tokenize(texts, tokenizer, pooling, max_length), labels, n_entries, texts)
+
+
+def word_training_data(dictionary: Path, tokenizer, pooling: Pooling, max_length: int, config: TrainConfig):
+    """Objective defsent: the train split's definitions of single-token entries, labelled with that token's id.
+
+    Entries of several tokens are skipped (DefSent trains on single-token entries only), with a note saying
+    how many: ``build-dict --single-token MODEL`` keeps exactly the entries this uses (the same function decides).
+    """
+    found = word_targets(dictionary, "train", tokenizer)
+    if found.skipped:
+        note(
+            f"{found.skipped:,} of {found.entries + found.skipped:,} train entries are not a single token of the "
+            f"model's vocabulary (e.g. {', '.join(map(repr, found.skipped_examples))}) and are skipped; "
+            "build-dict --single-token MODEL keeps only the ones that are"
+        )
+    texts, labels = _sampled(found.texts, np.asarray(found.token_ids, dtype=np.int64), config)
+    ids = tokenize(texts, tokenizer, pooling, max_length)
+    return TrainingData(ids, labels, found.entries, texts, skipped_entries=found.skipped)
 
 
 def epoch_batches(lengths: np.ndarray, config: TrainConfig, epoch: int) -> list[np.ndarray]:

@@ -37,6 +37,7 @@ from ..encoder.head import PoolerHead, setup_pooler
 from ..encoder.models import load_model
 from ..encoder.pooling import PoolingInput, get_pooling
 from ..encoder.tokenize import pad_batch
+from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
 from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
 from ..formats.bank import check_bank_matches, read_bank
@@ -44,15 +45,17 @@ from ..formats.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from ..io import check_output, sha256_file
 from ..log import note
 from .config import TrainConfig
-from .data import Schedule, training_data
+from .data import Schedule, training_data, word_training_data
 from .dev_eval import DevTracker
 from .loss import bank_cross_entropy
+from .mlm import MaskedLM
 from .state import STATE_FILE, load_state, save_state
 
 
-def linear_factor(warmup: int, total: int, start: int = 0):
-    """Linear warm-up to the peak rate, then linear decay to 0 at ``total`` (transformers' linear schedule);
-    0 before ``start`` (the encoder during a head warm-up), the schedule counted from there."""
+def linear_factor(warmup: int, total: int, start: int = 0, decay: bool = True):
+    """Linear warm-up to the peak rate, then linear decay to 0 at ``total`` (transformers' linear schedule)
+    or, without ``decay``, the peak rate to the end (DefSent's ``LRPolycy``); 0 before ``start`` (the
+    encoder during a head warm-up), the schedule counted from there."""
 
     def factor(step: int) -> float:
         if step < start:
@@ -60,18 +63,20 @@ def linear_factor(warmup: int, total: int, start: int = 0):
         step, span = step - start, total - start
         if step < warmup:
             return step / max(1, warmup)
-        return max(0.0, (span - step) / max(1, span - warmup))
+        return max(0.0, (span - step) / max(1, span - warmup)) if decay else 1.0
 
     return factor
 
 
 def linear_schedule(
-    optimizer: torch.optim.Optimizer, warmup: int, total: int, encoder_start: int = 0
+    optimizer: torch.optim.Optimizer, warmup: int, total: int, encoder_start: int = 0, decay: bool = True
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """The linear schedule for every parameter group; the first group (the encoder) starts at ``encoder_start``."""
-    factors = [linear_factor(warmup, total)] * len(optimizer.param_groups)
+    """The schedule for every parameter group; the first group (the encoder) starts at ``encoder_start``."""
+    factors = [linear_factor(warmup, total, decay=decay)] * len(optimizer.param_groups)
     if encoder_start:
-        factors[0] = linear_factor(round(warmup * (total - encoder_start) / max(1, total)), total, encoder_start)
+        factors[0] = linear_factor(
+            round(warmup * (total - encoder_start) / max(1, total)), total, encoder_start, decay=decay
+        )
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
 
 
@@ -86,48 +91,83 @@ class TrainForward(torch.nn.Module):
         super().__init__()
         self.model, self.head, self.pool = model, head, pool
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, head_only: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        head_only: bool = False,
+        masked_ids: torch.Tensor | None = None,
+    ):
+        """The head's output; with ``masked_ids`` also the token states of a second pass on them (--mlm-weight)."""
         with torch.no_grad() if head_only else nullcontext():  # head warm-up: the encoder is a fixed feature map
             states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             pooled = self.pool(PoolingInput(states, attention_mask, input_ids))
-        return self.head(pooled)
+        reps = self.head(pooled)
+        if masked_ids is None:
+            return reps
+        return reps, self.model(input_ids=masked_ids, attention_mask=attention_mask).last_hidden_state
 
 
 class Trainer:
     """The model, head, bank, optimiser and data order of one run, and its loop."""
 
-    def __init__(self, dictionary: Path, bank_path: Path, base_model: Path, config: TrainConfig):
+    def __init__(self, dictionary: Path, bank_path: Path | None, base_model: Path, config: TrainConfig):
         self.config = config.validate()
-        self.dictionary, self.bank_path, self.base_model = Path(dictionary), Path(bank_path), Path(base_model)
-        bank = read_bank(bank_path, dtype=np.dtype(config.bank_dtype))
-        check_bank_matches(bank, dictionary)
-        self.bank_attrs, self.bank_splits, self.n_bank = bank.attrs, bank.splits, len(bank)
+        self.dictionary, self.base_model = Path(dictionary), Path(base_model)
+        self.bank_path = Path(bank_path) if bank_path is not None else None
+        word_objective = config.objective == "defsent"
+        bank = None
+        if not word_objective:
+            if self.bank_path is None:
+                raise DefsentError("--objective defsent-plus trains against an entry bank: pass --bank BANK.h5")
+            bank = read_bank(self.bank_path, dtype=np.dtype(config.bank_dtype))
+            check_bank_matches(bank, dictionary)
         self.rank, self.world = distributed.rank(), distributed.world()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         self.loaded = load_model(base_model, distributed.local_device(config.device))
-        if bank.vectors.shape[1] != self.loaded.dim:
-            raise DefsentError(
-                f"bank has {bank.vectors.shape[1]} dims but the model {base_model} has {self.loaded.dim}",
-                path=bank_path,
-            )
         self.device, self.model = self.loaded.device, self.loaded.model
+        self.pool = get_pooling(config.pooling)
+        self.max_length = self.loaded.token_limit(config.max_length)
+        # the frozen word-prediction layer: the objective of DefSent, or the head of the auxiliary MLM loss
+        self.word_head = load_word_head(self.loaded, config.word_head) if word_objective or config.mlm_weight else None
+        if word_objective:
+            # DefSent: logits = word_head(pool(h)) over the vocabulary; the vocabulary is the bank, the token the label
+            self.head = self.word_head.transform
+            vectors = self.word_head.matrix
+            self.data = word_training_data(self.dictionary, self.loaded.tokenizer, self.pool, self.max_length, config)
+            self.bank_attrs, self.n_bank = {}, int(vectors.shape[0])
+        else:
+            if bank.vectors.shape[1] != self.loaded.dim:
+                raise DefsentError(
+                    f"bank has {bank.vectors.shape[1]} dims but the model {base_model} has {self.loaded.dim}",
+                    path=self.bank_path,
+                )
+            self.bank_attrs, self.n_bank = bank.attrs, len(bank)
+            vectors = torch.from_numpy(bank.vectors)
+            if config.logits == "cosine":  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
+                vectors = torch.nn.functional.normalize(vectors, dim=1)
+            self.head = setup_pooler(
+                self.model,
+                config.pooler,
+                self.loaded.transformer_dir,
+                self.loaded.missing_keys,
+                warn=distributed.is_main(),
+            )
+            self.data = training_data(
+                self.dictionary, bank.splits, self.loaded.tokenizer, self.pool, self.max_length, config
+            )
         # float16 halves the bank's memory (it is replicated in every process); the loss math stays float32.
-        vectors = torch.from_numpy(bank.vectors)
-        if config.logits == "cosine":  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
-            vectors = torch.nn.functional.normalize(vectors, dim=1)
         self.bank = vectors.to(self.device, getattr(torch, config.bank_dtype))
         self.bank_mean = vectors.mean(dim=0).to(self.device) if config.label_smoothing else None
         del bank, vectors
-        self.head: PoolerHead = setup_pooler(
-            self.model, config.pooler, self.loaded.transformer_dir, self.loaded.missing_keys, warn=distributed.is_main()
+        if config.embeddings_frozen:  # DefSent: freeze_token_embeddings (the whole embedding layer)
+            embeddings = getattr(self.model, "embeddings", None) or self.model.get_input_embeddings()
+            embeddings.requires_grad_(False)
+        self.mlm = (
+            MaskedLM(self.loaded.tokenizer, self.word_head, config.mlm_probability) if config.mlm_weight else None
         )
-        self.pool = get_pooling(config.pooling)
         self.net: torch.nn.Module = TrainForward(self.model, self.head, self.pool)  # DDP-wrapped by distribute()
-        self.max_length = self.loaded.token_limit(config.max_length)
-        self.data = training_data(
-            self.dictionary, self.bank_splits, self.loaded.tokenizer, self.pool, self.max_length, config
-        )
         self.schedule = Schedule(self.data, config)
         self.total_steps = self.schedule.total_steps()
         self.optimizer = self._optimizer()
@@ -136,6 +176,7 @@ class Trainer:
             round(config.warmup_ratio * self.total_steps),
             self.total_steps,
             encoder_start=min(config.head_warmup_steps, self.total_steps),
+            decay=config.schedule == "linear",
         )
         self.step, self.log, self.elapsed = 0, [], 0.0
         self.dev: DevTracker | None = None  # set by track_dev()
@@ -144,8 +185,8 @@ class Trainer:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
     def _optimizer(self) -> torch.optim.Optimizer:
-        head_params = list(self.head.parameters())
-        head_ids = {id(p) for p in head_params}
+        head_params = [p for p in self.head.parameters() if p.requires_grad]  # a word head is frozen
+        head_ids = {id(p) for p in self.head.parameters()}
         params = [p for p in self.model.parameters() if p.requires_grad and id(p) not in head_ids]
         groups = [{"params": params}]
         if head_params:
@@ -177,24 +218,35 @@ class Trainer:
             device_ids=[self.device] if self.device.type == "cuda" else None,
             # --pooler none leaves the model's pooler out of the loss, and a head warm-up the encoder:
             # DDP must not wait for their gradients.
-            find_unused_parameters=self.head.dense is None or self.config.head_warmup_steps > 0,
+            find_unused_parameters=getattr(self.head, "dense", None) is None or self.config.head_warmup_steps > 0,
         )
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
-        """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row."""
+        """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row
+        (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM."""
         config = self.config
         pad_id = self.loaded.tokenizer.pad_token_id or 0
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
         head_only = self.step < config.head_warmup_steps
-        reps = self.net(input_ids.to(self.device), attention_mask.to(self.device), head_only=head_only)
+        masked_ids = mlm_labels = None
+        if self.mlm is not None:  # the auxiliary MLM loss: a second pass on a masked copy of the batch
+            masked_ids, mlm_labels = self.mlm.mask(input_ids, attention_mask)
+            masked_ids = masked_ids.to(self.device)
+        out = self.net(
+            input_ids.to(self.device), attention_mask.to(self.device), head_only=head_only, masked_ids=masked_ids
+        )
+        reps, masked_states = out if self.mlm is not None else (out, None)
         if config.logits == "cosine":
             reps = torch.nn.functional.normalize(reps, dim=1)
         if config.logit_scale != 1.0:
             reps = reps * config.logit_scale
         labels = torch.from_numpy(self.data.labels[index]).to(self.device)
-        return bank_cross_entropy(
+        loss = bank_cross_entropy(
             reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
         )
+        if self.mlm is not None:
+            loss = loss + config.mlm_weight * self.mlm.loss(masked_states, mlm_labels.to(self.device))
+        return loss
 
     def train_step(self, index: np.ndarray) -> float:
         """One optimiser step on the global batch ``index``; returns its mean loss.
@@ -311,11 +363,9 @@ class Trainer:
             "train_pooling": config.pooling,
             "head": self.head.mode_description,
             "pooler_mode": config.pooler,
+            "objective": config.objective,
             "dictionary": str(self.dictionary.resolve()),
-            "bank": str(self.bank_path.resolve()),
-            "bank_sha256": sha256_file(self.bank_path),
-            "bank_attrs": dict(self.bank_attrs),
-            "bank_entries": self.n_bank,
+            **self._target_info(),
             "training_definitions": defs,
             "training_entries": self.data.n_entries_trained,
             "config": asdict(config),
@@ -329,6 +379,21 @@ class Trainer:
             "final_loss": self.log[-1]["loss"] if self.log else None,
             "loss_curve": [[row["step"], row["loss"]] for row in self.log],
             **self._dev_info(),
+        }
+
+    def _target_info(self) -> dict:
+        """What the logits were computed against: the entry bank, or the vocabulary of the word head."""
+        if self.config.objective == "defsent":
+            return {
+                "word_head": self.word_head.kind,
+                "vocabulary": self.n_bank,
+                "multi_token_entries_skipped": self.data.skipped_entries,
+            }
+        return {
+            "bank": str(self.bank_path.resolve()),
+            "bank_sha256": sha256_file(self.bank_path),
+            "bank_attrs": dict(self.bank_attrs),
+            "bank_entries": self.n_bank,
         }
 
     def _dev_info(self) -> dict:
@@ -419,14 +484,19 @@ def train(
                 say(f"no saved state in {work_dir}: starting from step 0")
             trainer.distribute()
             processes = f", {trainer.world} processes" if trainer.world > 1 else ""
+            against = "vocabulary tokens" if config.objective == "defsent" else "entries"
             say(
-                f"training {base_model} on {len(trainer.data):,} definitions against {trainer.n_bank:,} entries "
+                f"training {base_model} on {len(trainer.data):,} definitions against {trainer.n_bank:,} {against} "
                 f"({config.pooling} pooling, head {trainer.head.mode_description}, lr {config.lr:g}, "
                 f"batch {config.batch_size}, {trainer.total_steps:,} steps, seed {config.seed}{processes})"
             )
             trainer.run(work_dir, show_progress)
             info = trainer.info()
             if main:
+                files = {"train_log.jsonl": work_dir / "log.jsonl"}
+                if config.objective == "defsent":  # eval-dict / lookup rank the vocabulary with it
+                    save_word_head(work_dir / WORD_HEAD_FILE, trainer.word_head)
+                    files[WORD_HEAD_FILE] = work_dir / WORD_HEAD_FILE
                 save_checkpoint(
                     output,
                     trainer.model,
@@ -434,7 +504,7 @@ def train(
                     info,
                     trainer.max_length,
                     force=force,
-                    files={"train_log.jsonl": work_dir / "log.jsonl"},
+                    files=files,
                 )
         except BaseException:
             if main and not state_path.exists():
