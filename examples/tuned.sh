@@ -83,13 +83,13 @@ for variant in "${ORDER[@]}"; do
   mkdir -p "$OUT/$variant"
   for seed in $SEEDS; do
     ckpt=$OUT/$variant/seed-$seed base=$MODEL bank=$BANK head=(--pooler none) words=0
-    if [ "$variant" = tsdae ]; then  # TSDAE on the dictionary's definitions, then one DefSent+ step from it
-      base=$OUT/tsdae/tsdae-$seed bank=$OUT/tsdae/bank-$seed.h5
+    if [ "$variant" = tsdae ]; then
+      # TSDAE on TSDAE_LIMIT of the dictionary's definitions, then one DefSent+ step from it against the same
+      # bank as plain (MODEL's AC bank): the two rows differ only in the weights training starts from
+      base=$OUT/tsdae/tsdae-$seed
       [ -d "$base" ] || timed "tsdae seed $seed" defsent tsdae "$DICT" -m "$MODEL" --pooling mean --seed "$seed" \
         --limit "$TSDAE_LIMIT" -o "$base" --resume
       evaluate "tsdae/tsdae-$seed" "$base"
-      [ -f "$bank" ] || timed "tsdae embed-entries seed $seed" defsent embed-entries "$DICT" -m "$base" --kind AC \
-        -o "$bank"
     fi
     if [ "$variant" = defsent ]; then bank="" head=() words=1; fi  # the vocabulary is the bank
     if [ ! -d "$ckpt" ]; then

@@ -20,6 +20,7 @@ from . import (
     merge,
     select_best,
     train,
+    tsdae,
 )
 from .boundary import DefsentGroup
 
@@ -29,6 +30,7 @@ COMMAND_MODULES = (
     ica,
     inspect,
     train,
+    tsdae,
     select_best,
     merge,
     lookup,

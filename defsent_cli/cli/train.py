@@ -21,7 +21,7 @@ from ..training.config import (
     SCHEDULES,
     TrainConfig,
 )
-from ..training.trainer import train
+from ..training.run import train
 from . import options as opt
 from .boundary import guard
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict
@@ -41,15 +40,14 @@ from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
 from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
 from ..formats.bank import check_bank_matches, read_bank
-from ..formats.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
-from ..io import check_output, sha256_file
-from ..log import note
+from ..formats.checkpoint import CHECKPOINT_FORMAT
+from ..io import sha256_file
 from .config import TrainConfig
 from .data import Schedule, training_data, word_training_data
 from .dev_eval import DevTracker
 from .loss import bank_cross_entropy
 from .mlm import MaskedLM
-from .state import STATE_FILE, load_state, save_state
+from .state import STATE_FILE, save_state
 
 
 def linear_factor(warmup: int, total: int, start: int = 0, decay: bool = True):
@@ -248,6 +246,32 @@ class Trainer:
             loss = loss + config.mlm_weight * self.mlm.loss(masked_states, mlm_labels.to(self.device))
         return loss
 
+    def train_mode(self) -> None:
+        """Dropout on for what trains."""
+        self.model.train()
+
+    def clipped(self):
+        """The parameters whose gradient norm is clipped."""
+        return self.model.parameters()
+
+    def describe(self) -> str:
+        """The run in one line, for the start-of-training note."""
+        config = self.config
+        against = "vocabulary tokens" if config.objective == "defsent" else "entries"
+        return (
+            f"training {self.base_model} on {len(self.data):,} definitions against {self.n_bank:,} {against} "
+            f"({config.pooling} pooling, head {self.head.mode_description}, lr {config.lr:g}, "
+            f"batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
+        )
+
+    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
+        """Files the checkpoint folder gets beside the model: the loss log, and a word head to rank words with."""
+        files = {"train_log.jsonl": work_dir / "log.jsonl"}
+        if self.config.objective == "defsent":  # eval-dict / lookup rank the vocabulary with it
+            save_word_head(work_dir / WORD_HEAD_FILE, self.word_head)
+            files[WORD_HEAD_FILE] = work_dir / WORD_HEAD_FILE
+        return files
+
     def train_step(self, index: np.ndarray) -> float:
         """One optimiser step on the global batch ``index``; returns its mean loss.
 
@@ -259,7 +283,7 @@ class Trainer:
         batch size, same learning rate, same clipping (applied after the
         all-reduce, on identical gradients in every process), same weights.
         """
-        self.model.train()
+        self.train_mode()
         if self.world == 1:
             loss = self.loss_on(index)
             loss.backward()
@@ -272,7 +296,7 @@ class Trainer:
             loss = self.loss_on(local)
             (loss * (weight * self.world)).backward()
             value = distributed.all_reduce_sum(float(loss.detach()) * weight if weight else 0.0)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(self.clipped(), self.config.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -412,105 +436,3 @@ class Trainer:
             "kept_step": kept["step"],
             "scores": scores,
         }
-
-
-def _work_dir(output: Path, resume: bool, force: bool) -> Path:
-    """``OUTPUT.partial/``: refuse to drop a resumable state unless --force, say --resume."""
-    work_dir = output.with_name(output.name + ".partial")
-    state = work_dir / STATE_FILE
-    if (work_dir / "state.pt").exists() and not force:
-        raise DefsentError(
-            "holds a training state in the old pickled format (state.pt), which is not read any more: it could run "
-            "code; pass --force to start over",
-            path=work_dir,
-        )
-    if state.exists() and not resume and not force:
-        raise DefsentError(
-            "holds a resumable training state; pass --resume to continue that run or --force to start over",
-            path=work_dir,
-        )
-    return work_dir
-
-
-def train(
-    dictionary: Path,
-    bank: Path,
-    base_model: Path,
-    output: Path,
-    config: TrainConfig,
-    resume: bool = False,
-    force: bool = False,
-    show_progress: bool | None = None,
-    data: Path | None = None,
-) -> dict:
-    """Run one training step of PST and write the checkpoint folder; returns its ``defsent.json``.
-
-    With ``config.eval_every`` the model is scored on ``config.eval_on`` (evaluation data under ``data``,
-    default ``$DEFSENT_DATA``) as it trains; see ``dev_eval.py``.
-
-    ``OUTPUT.partial/`` holds the loss log and, every ``save_every`` steps, the resumable state; it is
-    removed when the checkpoint is written, and by any failure before a state was saved (a saved state
-    stays for ``--resume``). Under torchrun every process calls this; the inputs are validated before
-    the process group opens, rank 0 alone writes, and every process resumes from the same state (so
-    OUTPUT must be on a file system all processes see).
-    """
-    output = check_output(Path(output), force, kind="folder")
-    work_dir = _work_dir(output, resume, force)
-    criterion = Criterion(config.eval_on, data, dictionary, bank) if config.eval_every else None
-    if criterion is not None:
-        criterion.prepare()  # missing evaluation data fails before the model loads
-    trainer = Trainer(dictionary, bank, base_model, config)
-    if criterion is not None:
-        trainer.track_dev(criterion)
-    state_path = work_dir / STATE_FILE
-    main = distributed.is_main()
-    say = note if main else (lambda message: None)
-    with distributed.session(trainer.device):
-        resuming = distributed.broadcast_object(resume and state_path.exists())  # rank 0 decides for all
-        if main:
-            if not resuming:
-                shutil.rmtree(work_dir, ignore_errors=True)  # --force, or leftovers without a state
-            work_dir.mkdir(exist_ok=True)
-        try:
-            if resuming:
-                load_state(state_path, trainer)
-                if main:
-                    # The log may hold rows written after the saved state: keep only what the state knows.
-                    (work_dir / "log.jsonl").write_text(
-                        "".join(json.dumps(row) + "\n" for row in trainer.log), encoding="utf-8"
-                    )
-                say(f"resuming from step {trainer.step} of {trainer.total_steps} ({state_path})")
-            elif resume:
-                say(f"no saved state in {work_dir}: starting from step 0")
-            trainer.distribute()
-            processes = f", {trainer.world} processes" if trainer.world > 1 else ""
-            against = "vocabulary tokens" if config.objective == "defsent" else "entries"
-            say(
-                f"training {base_model} on {len(trainer.data):,} definitions against {trainer.n_bank:,} {against} "
-                f"({config.pooling} pooling, head {trainer.head.mode_description}, lr {config.lr:g}, "
-                f"batch {config.batch_size}, {trainer.total_steps:,} steps, seed {config.seed}{processes})"
-            )
-            trainer.run(work_dir, show_progress)
-            info = trainer.info()
-            if main:
-                files = {"train_log.jsonl": work_dir / "log.jsonl"}
-                if config.objective == "defsent":  # eval-dict / lookup rank the vocabulary with it
-                    save_word_head(work_dir / WORD_HEAD_FILE, trainer.word_head)
-                    files[WORD_HEAD_FILE] = work_dir / WORD_HEAD_FILE
-                save_checkpoint(
-                    output,
-                    trainer.model,
-                    trainer.loaded.tokenizer,
-                    info,
-                    trainer.max_length,
-                    force=force,
-                    files=files,
-                )
-        except BaseException:
-            if main and not state_path.exists():
-                shutil.rmtree(work_dir, ignore_errors=True)  # nothing resumable: leave nothing behind
-            raise
-        if main:
-            shutil.rmtree(work_dir, ignore_errors=True)
-        distributed.barrier()  # every process returns once the checkpoint is written
-    return info

@@ -1,0 +1,85 @@
+"""``defsent tsdae``: TSDAE pre-training on plain sentences (Wang et al. 2021)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..console import say
+from ..training.config import TrainConfig
+from ..training.run import tsdae
+from ..training.tsdae import DELETION, TSDAE_POOLINGS
+from . import options as opt
+from .boundary import guard
+
+TsdaePooling = opt.choices("TsdaePooling", TSDAE_POOLINGS)
+
+
+def tsdae_command(
+    sentences: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SENTENCES",
+            help="Text file, one sentence per line (a domain corpus), or a dictionary .jsonl (all its definitions).",
+            show_default=False,
+        ),
+    ],
+    model: opt.Model,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)],
+    pooling: Annotated[
+        TsdaePooling, typer.Option("--pooling", "-p", help="Pooling of the damaged sentence (paper: cls).")
+    ] = TsdaePooling.cls,
+    deletion: Annotated[
+        float, typer.Option("--deletion", callback=opt.FRACTION, help="Share of words deleted from each sentence.")
+    ] = DELETION,
+    lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Learning rate (constant).")] = 3e-5,
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per step.")] = 8,
+    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the sentences.")] = 1,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps.")] = None,
+    limit: opt.Limit = None,
+    seed: opt.Seed = opt.SEED_DEFAULT,
+    max_length: opt.MaxLength = None,
+    save_every: Annotated[
+        int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")
+    ] = 500,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")] = False,
+    device: opt.Device = "auto",
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """TSDAE: delete 60% of each sentence's words, encode, reconstruct the original; keep the encoder.
+
+    \b
+    Examples:
+      defsent tsdae corpus.txt -m BASE -o tsdae/
+      defsent tsdae dict.jsonl -m BASE --pooling mean --limit 20000 --seed 1 -o tsdae-1/
+
+    The paper's settings: AdamW, constant lr 3e-5, no warm-up, weight decay 0, batch 8, CLS pooling, tied
+    encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
+    for embed-entries, train (as --model) and every eval-*.
+    """
+    config = TrainConfig(
+        pooling=opt.value(pooling),
+        lr=lr,
+        batch_size=batch_size,
+        epochs=epochs,
+        warmup_ratio=0.0,
+        weight_decay=0.0,
+        schedule="constant",
+        seed=seed,
+        max_length=max_length,
+        max_steps=max_steps,
+        limit=limit,
+        save_every=save_every,
+        device=device,
+    )
+    info = tsdae(sentences, model, output, config, deletion, resume=resume, force=force, show_progress=show_progress)
+    say(
+        f"wrote {output}: {info['steps']} steps on {info['training_sentences']:,} sentences, final loss {info['final_loss']}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tsdae")(guard(tsdae_command))

@@ -1,0 +1,142 @@
+"""Running a training to a checkpoint folder: the work folder, resuming, writing, cleaning up.
+
+:func:`train` (``defsent train``, one PST step) and :func:`tsdae` (``defsent tsdae``) build their trainer
+and hand it to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .. import distributed
+from ..errors import DefsentError
+from ..evaluation.criteria import Criterion
+from ..formats.checkpoint import save_checkpoint
+from ..io import check_output
+from ..log import note
+from .config import TrainConfig
+from .state import STATE_FILE, load_state
+from .trainer import Trainer
+
+
+def _work_dir(output: Path, resume: bool, force: bool) -> Path:
+    """``OUTPUT.partial/``: refuse to drop a resumable state unless --force, say --resume."""
+    work_dir = output.with_name(output.name + ".partial")
+    state = work_dir / STATE_FILE
+    if (work_dir / "state.pt").exists() and not force:
+        raise DefsentError(
+            "holds a training state in the old pickled format (state.pt), which is not read any more: it could run "
+            "code; pass --force to start over",
+            path=work_dir,
+        )
+    if state.exists() and not resume and not force:
+        raise DefsentError(
+            "holds a resumable training state; pass --resume to continue that run or --force to start over",
+            path=work_dir,
+        )
+    return work_dir
+
+
+def train(
+    dictionary: Path,
+    bank: Path,
+    base_model: Path,
+    output: Path,
+    config: TrainConfig,
+    resume: bool = False,
+    force: bool = False,
+    show_progress: bool | None = None,
+    data: Path | None = None,
+) -> dict:
+    """Run one training step of PST and write the checkpoint folder; returns its ``defsent.json``.
+
+    With ``config.eval_every`` the model is scored on ``config.eval_on`` (evaluation data under ``data``,
+    default ``$DEFSENT_DATA``) as it trains; see ``dev_eval.py``. Under torchrun every process calls this;
+    the inputs are validated before the process group opens, and every process resumes from the same state
+    (so OUTPUT must be on a file system all processes see).
+    """
+    if config.objective == "defsent" and bank is not None:
+        raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
+    output = check_output(Path(output), force, kind="folder")
+    work_dir = _work_dir(output, resume, force)
+    criterion = Criterion(config.eval_on, data, dictionary, bank) if config.eval_every else None
+    if criterion is not None:
+        criterion.prepare()  # missing evaluation data fails before the model loads
+    trainer = Trainer(dictionary, bank, base_model, config)
+    if criterion is not None:
+        trainer.track_dev(criterion)
+    return fit(trainer, output, work_dir, resume, force, show_progress)
+
+
+def tsdae(
+    sentences: Path,
+    base_model: Path,
+    output: Path,
+    config: TrainConfig,
+    deletion: float,
+    resume: bool = False,
+    force: bool = False,
+    show_progress: bool | None = None,
+) -> dict:
+    """TSDAE on ``sentences`` (a text file, one per line, or a dictionary's definitions); writes the encoder."""
+    from .tsdae import TsdaeTrainer
+
+    output = check_output(Path(output), force, kind="folder")
+    work_dir = _work_dir(output, resume, force)
+    trainer = TsdaeTrainer(sentences, base_model, config, deletion)
+    return fit(trainer, output, work_dir, resume, force, show_progress)
+
+
+def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: bool, show_progress: bool | None) -> dict:
+    """Train ``trainer`` (resuming from ``work_dir`` if asked) and write its checkpoint to ``output``.
+
+    ``OUTPUT.partial/`` holds the loss log and, every ``save_every`` steps, the resumable state; it is
+    removed when the checkpoint is written, and by any failure before a state was saved (a saved state
+    stays for ``--resume``). Under torchrun rank 0 alone writes.
+    """
+    state_path = work_dir / STATE_FILE
+    main = distributed.is_main()
+    say = note if main else (lambda message: None)
+    with distributed.session(trainer.device):
+        resuming = distributed.broadcast_object(resume and state_path.exists())  # rank 0 decides for all
+        if main:
+            if not resuming:
+                shutil.rmtree(work_dir, ignore_errors=True)  # --force, or leftovers without a state
+            work_dir.mkdir(exist_ok=True)
+        try:
+            if resuming:
+                load_state(state_path, trainer)
+                if main:
+                    # The log may hold rows written after the saved state: keep only what the state knows.
+                    (work_dir / "log.jsonl").write_text(
+                        "".join(json.dumps(row) + "\n" for row in trainer.log), encoding="utf-8"
+                    )
+                say(f"resuming from step {trainer.step} of {trainer.total_steps} ({state_path})")
+            elif resume:
+                say(f"no saved state in {work_dir}: starting from step 0")
+            trainer.distribute()
+            processes = f", {trainer.world} processes" if trainer.world > 1 else ""
+            say(f"{trainer.describe()}{processes})")
+            trainer.run(work_dir, show_progress)
+            info = trainer.info()
+            if main:
+                files = trainer.checkpoint_files(work_dir)
+                save_checkpoint(
+                    output,
+                    trainer.model,
+                    trainer.loaded.tokenizer,
+                    info,
+                    trainer.max_length,
+                    force=force,
+                    files=files,
+                )
+        except BaseException:
+            if main and not state_path.exists():
+                shutil.rmtree(work_dir, ignore_errors=True)  # nothing resumable: leave nothing behind
+            raise
+        if main:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        distributed.barrier()  # every process returns once the checkpoint is written
+    return info
