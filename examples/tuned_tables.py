@@ -37,6 +37,9 @@ def scores(out: Path, name: str) -> dict | None:
     row["dev"] = (row["STS-B dev"] + row["SICK-R trial"]) / 2
     if dic is not None:
         row["MRR"] = dic["mrr"]
+    words = load(out / f"{name}-words.json")  # DefSent's word prediction over the vocabulary (variant defsent)
+    if words is not None:
+        row["word MRR"], row["word top-1"], row["word top-10"] = words["mrr"], words["top1"], words["top10"]
     return row
 
 
@@ -56,7 +59,8 @@ def info_of(folder: Path) -> dict:
 
 
 def group(out: Path, variant: str, prefix: str) -> tuple[list[dict], list[Path]]:
-    """The evaluated seeds of a variant (prefix seed) or of their merges (prefix wise)."""
+    """The evaluated seeds of a variant (prefix seed), of their merges (prefix wise) or, for the variant tsdae,
+    of the TSDAE models the DefSent+ step started from (prefix tsdae)."""
     found, folders = [], []
     names = {p.name.split("-sts.json")[0] for p in (out / variant).glob(f"{prefix}-*-sts.json")}
     for name in sorted(names):
@@ -74,7 +78,7 @@ def choose(out: Path, variants: list[str]) -> str:
     base = scores(out, "base/base")
     best_mean, best_folder = (base["dev"] if base else float("-inf")), "base"
     for variant in variants:
-        for prefix in ("seed", "wise"):
+        for prefix in ("tsdae", "seed", "wise"):
             rows, folders = group(out, variant, prefix)
             if not rows:
                 continue
@@ -91,35 +95,40 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--order", default="author,plain,cosine,smooth,lpft,cosine-lpft,cosine-long")
     parser.add_argument("--choose", action="store_true", help="print the dev-chosen recipe's best seed folder")
+    parser.add_argument("--words", action="store_true", help="add DefSent's word-prediction columns")
     args = parser.parse_args()
     out = args.out
     if args.choose:
         print(choose(out, args.order.split(",")))
         return
     columns = [*TASKS, "Avg.", "STS-B dev", "SICK-R trial", "dev", "MRR"]
+    if args.words:
+        columns += ["word MRR", "word top-1", "word top-10"]
+    digits = {"MRR": 3, "word MRR": 3, "word top-1": 3, "word top-10": 3}
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))
     base = scores(out, "base/base")
     if base:
         print(
             "| base | - | "
-            + " | ".join(cell([base[c]], 3 if c == "MRR" else 2) if c in base else "-" for c in columns)
+            + " | ".join(cell([base[c]], digits.get(c, 2)) if c in base else "-" for c in columns)
             + " | - |"
         )
     for variant in args.order.split(","):
-        for prefix, label in (("seed", variant), ("wise", f"{variant} + WiSE-FT")):
+        labels = (("tsdae", "TSDAE alone"), ("seed", variant), ("wise", f"{variant} + WiSE-FT"))
+        for prefix, label in labels:
             rows, folders = group(out, variant, prefix)
             if not rows:
                 continue
             infos = [info_of(f) for f in folders]
-            extra = [str(i.get("kept_step", "last")) if prefix == "seed" else f"{i.get('alpha', '')}" for i in infos]
-            cells = [cell([r[c] for r in rows if c in r], 3 if c == "MRR" else 2) for c in columns]
+            extra = [f"{i.get('alpha', '')}" if prefix == "wise" else str(i.get("kept_step", "last")) for i in infos]
+            cells = [cell([r[c] for r in rows if c in r], digits.get(c, 2)) for c in columns]
             print(f"| {label} | {len(rows)} | " + " | ".join(cells) + f" | {', '.join(extra)} |")
         soup = scores(out, f"{variant}/soup")
         if soup:
             info = info_of(out / variant / "soup")
             kept = len(info.get("soup", []))
-            cells = [cell([soup[c]], 3 if c == "MRR" else 2) if c in soup else "-" for c in columns]
+            cells = [cell([soup[c]], digits.get(c, 2)) if c in soup else "-" for c in columns]
             print(
                 f"| {variant} greedy soup ({kept} kept) + WiSE-FT | 1 | "
                 + " | ".join(cells)

@@ -83,7 +83,7 @@ def lookup_command(
     Examples:
       defsent lookup --model ckpt/ --bank bank.h5 "a long-necked African animal"
       defsent lookup --model defsent-ckpt/ "a long-necked African animal"
-      defsent lookup --model bert-base/ --word-head mlm "a feeling of great happiness"
+      defsent lookup -m bert-base/ --word-head mlm "a feeling of great happiness"
     """
     if queries:
         for number, query in enumerate(queries, 1):

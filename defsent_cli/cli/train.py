@@ -237,8 +237,8 @@ def train_command(
     Examples:
       defsent train dict.jsonl --bank bank.h5 --model BASE --pooling cls \\
           --lr 5e-5 --seed 1 -o ckpt-1/
-      defsent train dict.jsonl --objective defsent --model bert-base/ -o defsent-1/
-      defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o ckpt-mlm/
+      defsent train dict.jsonl --objective defsent -m bert-base/ -o defsent-1/
+      defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o mlm/
 
     --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant).
     Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.

@@ -44,6 +44,9 @@ def tsdae_command(
     save_every: Annotated[
         int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")
     ] = 500,
+    log_every: Annotated[
+        int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")
+    ] = 20,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")] = False,
     device: opt.Device = "auto",
     show_progress: opt.Progress = None,
@@ -54,7 +57,7 @@ def tsdae_command(
     \b
     Examples:
       defsent tsdae corpus.txt -m BASE -o tsdae/
-      defsent tsdae dict.jsonl -m BASE --pooling mean --limit 20000 --seed 1 -o tsdae-1/
+      defsent tsdae dict.jsonl -m BASE --pooling mean --limit 20000 -o tsdae-1/
 
     The paper's settings: AdamW, constant lr 3e-5, no warm-up, weight decay 0, batch 8, CLS pooling, tied
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
@@ -73,6 +76,7 @@ def tsdae_command(
         max_steps=max_steps,
         limit=limit,
         save_every=save_every,
+        log_every=log_every,
         device=device,
     )
     info = tsdae(sentences, model, output, config, deletion, resume=resume, force=force, show_progress=show_progress)
