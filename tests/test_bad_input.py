@@ -228,6 +228,17 @@ CASES = [
     Case("train keep best alone", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--keep", "best"], 2, "--eval-every"),
     Case("train eval without data", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--eval-every", "2", "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
     Case("train output is a file", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", w.texts, "--force"], 2, "is a file", lambda w: w.texts),
+    Case("train defsent with a bank", lambda w, o: ["train", w.dictionary, "--objective", "defsent", "--bank", w.bank, "-m", w.bert, "-o", _o(o)], 2, "uses no --bank"),
+    Case("train defsent with a pooler", lambda w, o: ["train", w.dictionary, "--objective", "defsent", "--pooler", "none", "-m", w.bert, "-o", _o(o)], 2, "--pooler"),
+    Case("train mlm weight negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--mlm-weight", "-1"], 2, "--mlm-weight"),
+    Case("train mlm probability 1", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--mlm-weight", "0.1", "--mlm-probability", "1"], 2, "--mlm-probability"),
+    Case("train unknown word head", lambda w, o: ["train", w.dictionary, "--objective", "defsent", "--word-head", "lm", "-m", w.bert, "-o", _o(o)], 2, "'lm' is not one of"),
+    # ------------------------------------------------------------------ tsdae
+    Case("tsdae sentences missing", lambda w, o: ["tsdae", w.missing, "-m", w.bert, "-o", _o(o)], 2, "no such file", lambda w: w.missing),
+    Case("tsdae empty file", lambda w, o: ["tsdae", w.bad["empty"], "-m", w.bert, "-o", _o(o)], 2, "no sentences", lambda w: w.bad["empty"]),
+    Case("tsdae deletion 1", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--deletion", "1"], 2, "--deletion"),
+    Case("tsdae lr zero", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--lr", "0"], 2, "--lr"),
+    Case("tsdae max pooling", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--pooling", "max"], 2, "'max' is not one of"),
     # ------------------------------------------------------------------ select-best, merge
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),
@@ -252,6 +263,9 @@ CASES = [
     Case("eval-dict bank of another width", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bad["narrow_bank"]], 2, "8 dims but the model", lambda w: w.bad["narrow_bank"]),
     Case("lookup k 0", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, "-k", "0", "a pet"], 2, "--top-k"),
     Case("eval-dict bank of another dictionary", lambda w, o: ["eval-dict", w.bad["other_dict"], "-m", w.ckpt, "--bank", w.bank], 2, "another dictionary", lambda w: w.bank),
+    Case("eval-dict neither bank nor word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt], 2, "--word-head"),
+    Case("eval-dict bank and word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--word-head", "mlm"], 2, "pass one of them"),
+    Case("lookup neither bank nor word head", lambda w, o: ["lookup", "-m", w.bert, "a pet"], 2, "--word-head"),
     Case("eval-dict limit 0", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--limit", "0"], 2, "--limit"),
     Case("eval-dict output exists", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "-o", w.texts], 2, "--force", lambda w: w.texts),
     # ------------------------------------------------------------------ encode
