@@ -79,6 +79,17 @@ Model = Annotated[
         show_default=False,
     ),
 ]
+Models = Annotated[
+    list[Path],
+    typer.Option(
+        "--model",
+        "-m",
+        "--encoder",
+        help="Local model folder: transformers, sentence-transformers or a defsent checkpoint. Repeat it, or give a "
+        "quoted glob ('step1/seed-*'), to score several (e.g. seeds): mean ± sd per task, every run kept.",
+        show_default=False,
+    ),
+]
 Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Texts per forward pass.")]
 MaxLength = Annotated[
