@@ -64,7 +64,8 @@ def eval_cluster(
 
     \b
     Examples:
-      defsent eval-cluster --model ckpt/ --pooling mean -d ../shared/data -o cluster.json
+      defsent eval-cluster --model ckpt/ --pooling mean -d ../shared/data \\
+          -o cluster.json
       defsent eval-cluster -m 'step1/seed-*' --tasks agnews,tweet --post quantile
 
     Every figure is the mean ± sd over k-means seeds 0-9 (--runs). With --post and no --fit-on, each
@@ -81,8 +82,7 @@ def eval_cluster(
 
     def one(path):
         torch.manual_seed(seed)
-        loaded = opt.load(path, device, runtime, precision)
-        encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
         result = evaluate_cluster(encoder, data, loaded_tasks, runs=runs, limit=limit)
         result["seed"] = seed
         return result

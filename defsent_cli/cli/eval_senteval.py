@@ -99,8 +99,7 @@ def eval_senteval(
     loaded_tasks = load_transfer_tasks(data, tasks)  # data problems surface before the model loads
 
     def one(path):
-        loaded = opt.load(path, device, runtime, precision)
-        encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
         return evaluate_senteval(
             encoder, data, loaded_tasks, config=opt.value(config), seed=seed, mrpc_features=opt.value(mrpc_features)
         )

@@ -102,8 +102,7 @@ def eval_sts(
 
     def one(path):
         torch.manual_seed(seed)
-        loaded = opt.load(path, device, runtime, precision)
-        encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
         result = evaluate_sts(
             encoder,
             data,

@@ -99,7 +99,8 @@ def inspect(
     \b
     Examples:
       defsent inspect bank.h5 bank-ica.h5 --plot space.png
-      defsent inspect -m ckpt/ --pooling mean --post whiten -d ../shared/data -o geometry.json
+      defsent inspect -m ckpt/ --pooling mean --post whiten -d ../shared/data \\
+          -o geometry.json
     """
     if not paths and not model:
         raise DefsentError("nothing to inspect: give bank or vector files, or --model PATH")
@@ -126,8 +127,7 @@ def inspect(
         inputs = GeometryData.load(data, corpus, limit, seed, stsb)  # data problems surface before a model loads
         for path in models:
             torch.manual_seed(seed)
-            loaded = opt.load(path, device, runtime, precision)
-            encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+            encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
             sentences.append(sentence_geometry(encoder, inputs, pairs, seed))
     if reports:
         err_console.print(inspect_table(reports))

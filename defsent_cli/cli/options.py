@@ -157,6 +157,12 @@ def load(model, device, runtime="torch", precision="fp32"):
     return use_runtime(load_model(model, device), value(runtime), value(precision))
 
 
+def encoder(spec, model, device, runtime, precision, batch_size: int, max_length, show_progress):
+    """A model folder loaded (:func:`load`) and resolved by an EncodeSpec into an Encoder."""
+    loaded = load(model, device, runtime, precision)
+    return spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+
+
 # ---------------------------------------------------------------- pooling and the training-free toolbox
 
 Pooling = Annotated[

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..io import iter_lines
-from .common import find_data_folder
+from .common import find_data_folder, parse_names
 
 #: name -> (file under clustering/, texts, clusters) as the data README lists them
 CLUSTER_TASKS: dict[str, tuple[str, int, int]] = {
@@ -32,18 +32,7 @@ CLUSTER_TASKS: dict[str, tuple[str, int, int]] = {
 
 def parse_cluster_tasks(tasks: str | Sequence[str] | None) -> list[str]:
     """Task names from ``--tasks`` (comma-separated or a list, any case); default: all six."""
-    if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
-        return list(CLUSTER_TASKS)
-    items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
-    names = []
-    for item in items:
-        key = item.strip().lower().replace("-", "").replace("_", "")
-        if not key:
-            continue
-        if key not in CLUSTER_TASKS:
-            raise DefsentError(f"unknown clustering task {item.strip()!r}; choose from {', '.join(CLUSTER_TASKS)}")
-        names.append(key)
-    return list(dict.fromkeys(names))
+    return parse_names(tasks, {name: name for name in CLUSTER_TASKS}, list(CLUSTER_TASKS), "clustering task")
 
 
 @dataclass

@@ -70,6 +70,36 @@ def find_data_folder(data: str | Path | None, relative: str, what: str) -> Path:
     raise DefsentError(f"{what}: {relative}/ not found here or in its parents; {hint}", path=root)
 
 
+def parse_names(
+    tasks: str | Sequence[str] | None,
+    aliases: dict[str, str],
+    default: Sequence[str],
+    what: str,
+    groups: dict[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """Task names from ``--tasks`` (comma-separated or a list; any case, ``-`` and ``_`` ignored) through
+    ``aliases`` (normalised key -> name), each once, in order; ``groups`` names several at once;
+    nothing given: ``default``."""
+    if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
+        return list(default)
+    groups = groups or {}
+    items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
+    names: list[str] = []
+    for item in items:
+        key = item.strip().lower().replace("-", "").replace("_", "")
+        if not key:
+            continue
+        if key in groups:
+            names.extend(groups[key])
+        elif key in aliases:
+            names.append(aliases[key])
+        else:
+            choices = ", ".join(dict.fromkeys(aliases.values()))
+            extra = f" or {', '.join(groups)}" if groups else ""
+            raise DefsentError(f"unknown {what} {item.strip()!r}; choose from {choices}{extra}")
+    return list(dict.fromkeys(names))
+
+
 def task_folder(root: Path, relative: str, task: str) -> Path:
     """``root/relative``, or a one-line error naming the task and what to do."""
     folder = root / relative

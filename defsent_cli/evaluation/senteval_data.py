@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..io import check_input, iter_jsonl
-from .common import find_data_folder, resolve_data_root, task_folder
+from .common import find_data_folder, parse_names, resolve_data_root, task_folder
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")  # the default: SentEval's seven
 MORE_TASKS = ("SST-5", "SICK-E", "SciCite", "STS-B-5", "SICK-R-5")
@@ -32,23 +32,7 @@ _ALIASES.update({"stsbenchmark5": "STS-B-5", "sickrelatedness5": "SICK-R-5", "si
 def parse_transfer_tasks(tasks: str | Sequence[str] | None) -> list[str]:
     """Task names from ``--tasks`` (comma-separated or a list, any case); default: the seven; ``all``:
     all twelve."""
-    if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
-        return list(TRANSFER_TASKS)
-    items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
-    names = []
-    for item in items:
-        key = item.strip().lower().replace("-", "").replace("_", "")
-        if not key:
-            continue
-        if key == "all":
-            names.extend(ALL_TRANSFER_TASKS)
-            continue
-        if key not in _ALIASES:
-            raise DefsentError(
-                f"unknown transfer task {item.strip()!r}; choose from {', '.join(ALL_TRANSFER_TASKS)} or all"
-            )
-        names.append(_ALIASES[key])
-    return list(dict.fromkeys(names))
+    return parse_names(tasks, _ALIASES, TRANSFER_TASKS, "transfer task", {"all": ALL_TRANSFER_TASKS})
 
 
 @dataclass
