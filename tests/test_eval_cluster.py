@@ -255,3 +255,17 @@ def test_real_clustering_sizes():
         "tweet": (2472, 89),
     }
     assert not any(t.warnings() for t in tasks)
+
+
+def test_docs_formats_names_every_key(more):
+    """docs/formats.md documents every key of a clustering result and of a several-model result."""
+    from conftest import REPO
+
+    formats = (REPO / "docs" / "formats.md").read_text()
+    result = evaluate_cluster(topic_encoder, more, "tweet", runs=2)
+    keys = set(result) | set(result["tasks"]["tweet"]) | set(result["tasks"]["tweet"]["runs"][0])
+    keys |= set(summarize_runs([result, result])) | set(
+        summarize_runs([result, result])["summary"]["tasks"]["tweet"]["acc"]
+    )
+    missing = sorted(k for k in keys if f"`{k}`" not in formats)
+    assert not missing, missing
