@@ -297,3 +297,87 @@ def library_log():
     yield records
     logger.removeHandler(handler)
     logger.setLevel(level)
+
+
+# ---------------------------------------------------------------- the other data sets, tiny (the real formats)
+
+# Two clustering sets whose texts the fake encoder (``topic_encoder``) places exactly: each label's texts
+# share a topic word.
+TOPICS = {"1": "dog", "2": "fish", "3": "tree"}
+
+
+def build_more(tmp_path: Path) -> Path:
+    """Below ``tmp_path``: the STS ``mini`` folder plus SST/fine, SICK train/trial/test, STS-B train/dev/test
+    (SentEval layout), and, beside ``senteval/``, ``clustering/`` (agnews, tweet), ``scicite/`` and
+    ``wikitext-2/``, each in its real format (CRLF where the real file has it). Returns ``tmp_path``."""
+    build_mini(tmp_path)
+    down = tmp_path / "senteval" / "downstream"
+    words = ["good", "bad", "long", "new", "old", "small", "great", "dull", "fine", "poor"]
+    rows = [f"{i % 5} {words[i % 10]} film number {i} {'very ' * (i % 3)}{words[(i * 3) % 10]}" for i in range(40)]
+    for split in ("train", "dev", "test"):
+        write(down / "SST" / "fine" / f"sentiment-{split}", rows)
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
+    judgments = ["NEUTRAL", "ENTAILMENT", "CONTRADICTION"]
+    for name, n in (("SICK_train.txt", 30), ("SICK_trial.txt", 12), ("SICK_test_annotated.txt", 12)):
+        write(
+            down / "SICK" / name,
+            [header]
+            + [
+                f"{i}\ta {words[i % 10]} dog runs {i}\tthe {words[(i + 1) % 10]} dog is running\t{1 + (i % 9) / 2:.1f}"
+                f"\t{judgments[i % 3]}"
+                for i in range(n)
+            ],
+        )
+    bench = down / "STS" / "STSBenchmark"
+    for split, n in (("train", 30), ("dev", 12), ("test", 12)):
+        write(
+            bench / f"sts-{split}.csv",
+            [
+                f"main-captions\tMSRvid\t2012test\t{i:04d}\t{(i % 11) / 2:.3f}\ta man plays {words[i % 10]} {i}"
+                f"\ta man is playing {words[(i * 7) % 10]}"
+                for i in range(n)
+            ],
+        )
+    clustering = tmp_path / "clustering"
+    write(
+        clustering / "agnews" / "agnewsdataraw-8000",
+        [f"{label}\t{TOPICS[label]} story {i}" for i in range(8) for label in TOPICS],
+    )
+    write(
+        clustering / "tweet" / "tweet-original-order.txt",
+        [f"{label}\t{TOPICS[label]} tweet {i}" for i in range(4) for label in ("1", "2")],
+        "\r\n",
+    )
+    labels = ["background", "method", "result"]
+    for name, n in (("train_reconstructed.jsonl", 24), ("dev.jsonl", 9), ("test.jsonl", 9)):
+        write(
+            tmp_path / "scicite" / name,
+            [
+                json.dumps({"string": f"as shown by {words[i % 10]} et al. ( {i} )", "label": labels[i % 3]})
+                for i in range(n)
+            ],
+        )
+    write(
+        tmp_path / "wikitext-2" / "wiki.test.raw",
+        [
+            " = A heading = ",
+            " The dog runs fast . A fish swims in water . Ok . The tree is old and tall . ",
+            " = = Another heading = = ",
+            " Joy is a feeling of great happiness ! Is this a question ? ",
+        ],
+        "\r\n",
+    )
+    return tmp_path
+
+
+@pytest.fixture
+def more(tmp_path) -> Path:
+    return build_more(tmp_path)
+
+
+def topic_encoder(texts):
+    """A fake encoder: one axis per topic word (TOPICS), so each clustering label is one point."""
+    import numpy as np
+
+    axes = list(TOPICS.values())
+    return np.asarray([[1.0 if word in t.split() else 0.0 for word in axes] for t in texts], dtype=np.float32)

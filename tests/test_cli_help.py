@@ -16,7 +16,8 @@ COMMANDS = sorted(command.name for command in app.registered_commands)
 def test_every_command_is_registered():
     assert set(COMMANDS) == {
         "build-dict", "dict-stats", "embed-entries", "ica", "inspect", "train", "select-best", "lookup",
-        "eval-dict", "encode", "eval-sts", "eval-senteval", "fit-post", "ditto-search", "merge", "tsdae",
+        "eval-dict", "encode", "eval-sts", "eval-senteval", "eval-cluster", "fit-post", "ditto-search", "merge",
+        "tsdae",
     }  # fmt: skip
 
 

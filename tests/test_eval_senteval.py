@@ -358,3 +358,151 @@ def test_real_minilm_trec_prototyping():
         load_model(gt.get_model_path(), "cpu"), root, "TREC", config="prototyping", pooling="mean"
     )
     assert result["tasks"]["TREC"]["acc"] > 80
+
+
+# --------------------------------------------------------------------------- the five more tasks
+
+
+def test_soft_targets_are_senteval_s_encoding():
+    from defsent_cli.evaluation.linear_probe import soft_targets
+
+    # classes are 1-based (column i = class i + 1): 3.6 -> 0.4 on class 3, 0.6 on class 4
+    assert soft_targets([3.6]).tolist() == [pytest.approx([0, 0, 0.4, 0.6, 0])]
+    assert soft_targets([5.0]).tolist() == [[0, 0, 0, 0, 1]]
+    assert soft_targets([1.0, 2.25]).tolist() == [[1, 0, 0, 0, 0], pytest.approx([0, 0.75, 0.25, 0, 0])]
+    # SentEval's quirk below 1 (STS-B's 0-1 range), kept so numbers match SentEval's: only s on class 1
+    assert soft_targets([0.4, 0.0]).tolist() == [pytest.approx([0.4, 0, 0, 0, 0]), [0, 0, 0, 0, 0]]
+
+
+class SentEvalRelatedness:
+    """SentEval's ``RelatednessPytorch`` (senteval/tools/relatedness.py) ported line by line to the CPU, with
+    the pass counts as parameters: the reference the batched soft-label trainer must reproduce."""
+
+    def __init__(self, train, valid, test, devscores, seed, batch_size, nepoches, maxepoch, tenacity):
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        self.train, self.valid, self.test, self.devscores = train, valid, test, devscores
+        self.batch_size, self.nepoches, self.maxepoch, self.tenacity = batch_size, nepoches, maxepoch, tenacity
+        self.model = torch.nn.Sequential(torch.nn.Linear(train["X"].shape[1], 5), torch.nn.Softmax(dim=-1))
+        self.loss_fn = torch.nn.MSELoss()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), weight_decay=0.0)
+
+    def run(self):
+        from scipy.stats import pearsonr
+
+        nepoch, bestpr, count, stop, r = 0, -1, 0, False, np.arange(1, 6)
+        X, y = torch.from_numpy(self.train["X"]).float(), torch.from_numpy(self.train["y"]).float()
+        while not stop and nepoch <= self.maxepoch:
+            for _ in range(self.nepoches):
+                permutation = np.random.permutation(len(X))
+                for i in range(0, len(X), self.batch_size):
+                    idx = torch.from_numpy(permutation[i : i + self.batch_size]).long()
+                    loss = self.loss_fn(self.model(X[idx]), y[idx])
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+            nepoch += self.nepoches
+            with torch.no_grad():
+                yhat = self.model(torch.from_numpy(self.valid["X"]).float()).numpy() @ r
+            pr = pearsonr(yhat, self.devscores)[0]
+            pr = 0 if pr != pr else pr
+            if pr > bestpr:
+                bestpr, best = pr, copy.deepcopy(self.model)
+            else:
+                if count >= self.tenacity:
+                    stop = True
+                count += 1
+        with torch.no_grad():
+            return bestpr, best(torch.from_numpy(self.test["X"]).float()).numpy() @ r
+
+
+def test_relatedness_reproduces_senteval_s_classifier(one_thread):
+    from scipy.stats import pearsonr
+
+    from defsent_cli.evaluation.linear_probe import soft_targets
+    from defsent_cli.evaluation.senteval import relatedness
+
+    rng = np.random.default_rng(0)
+    X = {part: rng.normal(size=(n, 6)).astype(np.float32) for part, n in (("train", 70), ("dev", 20), ("test", 20))}
+    w = rng.normal(size=6)
+    scores = {part: np.clip(np.round(3 + x @ w, 1), 0, 5) for part, x in X.items()}
+    cfg = ClassifierConfig("t", kfold=0, optim="adam", batch_size=16, tenacity=2, epoch_size=3, max_epoch=30)
+    ours = relatedness(X, scores, seed=1111, config=cfg)
+    ref = SentEvalRelatedness(
+        {"X": X["train"], "y": soft_targets(scores["train"])},
+        {"X": X["dev"]},
+        {"X": X["test"]},
+        scores["dev"],
+        1111,
+        16,
+        3,
+        30,
+        2,
+    )
+    devpr, yhat = ref.run()
+    assert ours["devpearson"] == pytest.approx(100 * devpr, abs=0.02)
+    assert ours["pearson"] == pytest.approx(100 * pearsonr(yhat, scores["test"])[0], abs=0.02)
+    assert ours["mse"] == pytest.approx(float(np.mean((yhat - scores["test"]) ** 2)), abs=1e-3)
+    assert ours["pearson"] > 30  # the features do carry the score
+
+
+def test_more_task_loaders(more):
+    sst5 = load_transfer_task(more, "SST-5")
+    texts, labels = sst5.parts["train"]
+    assert sst5.protocol == "split" and sst5.nclasses == 5 and set(labels) == {0, 1, 2, 3, 4} and len(texts) == 40
+    assert not any(t[0].isdigit() for t in texts)  # the label is not part of the sentence
+    sicke = load_transfer_task(more, "sick-e")
+    (a, b), y = sicke.parts["dev"]
+    assert sicke.nclasses == 3 and len(a) == len(b) == 12 and sorted(set(y)) == [0, 1, 2]
+    assert list(sicke.parts) == ["train", "dev", "test"] and len(sicke.parts["train"][1]) == 30
+    sickr = load_transfer_task(more, "SICK-R-5")
+    assert sickr.protocol == "relatedness" and sickr.parts["test"][1].dtype == np.float64
+    assert sickr.parts["train"][1].max() == 5.0
+    stsb = load_transfer_task(more, "stsb5")
+    assert stsb.protocol == "relatedness" and len(stsb.parts["train"][1]) == 30
+    sci = load_transfer_task(more / "senteval", "SciCite")  # scicite/ is found beside senteval/
+    assert sci.nclasses == 3 and len(sci.parts["train"][1]) == 24 and sci.folder.name == "scicite"
+    assert parse_transfer_tasks("all")[-5:] == ["SST-5", "SICK-E", "SciCite", "STS-B-5", "SICK-R-5"]
+
+
+@pytest.mark.parametrize(
+    "task, target, line, message",
+    [
+        ("SST-5", "senteval/downstream/SST/fine/sentiment-dev", "7 a bad label", r"sentiment-dev:41: expected 'LABEL"),
+        ("SICK-E", "senteval/downstream/SICK/SICK_trial.txt", "99\ta\tb\t3.0\tMAYBE", r"SICK_trial.txt:14: entailment"),
+        (
+            "SICK-R-5",
+            "senteval/downstream/SICK/SICK_trial.txt",
+            "99\ta\tb\t7.5\tNEUTRAL",
+            r"SICK_trial.txt:14: score 7.5",
+        ),
+        ("SciCite", "scicite/dev.jsonl", '{"string": "x", "label": "other"}', r"dev.jsonl:10: label 'other'"),
+    ],
+)
+def test_more_tasks_bad_lines_are_one_line_errors(cli, tiny_bert, more, task, target, line, message):
+    path = more / target
+    path.write_text(path.read_text() + line + "\n")
+    result = cli("eval-senteval", "-m", tiny_bert, "--data", more, "--tasks", task)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    import re
+
+    assert re.search(message, result.stderr), result.stderr
+
+
+def test_cli_more_tasks(cli, tiny_bert, more, tmp_path):
+    out = tmp_path / "more.json"
+    tasks = "SST-5,SICK-E,SciCite,STS-B-5,SICK-R-5"
+    result = cli("eval-senteval", "-m", tiny_bert, "--data", more, "--tasks", tasks, "-c", "prototyping", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert list(data["tasks"]) == tasks.split(",")
+    stsb = data["tasks"]["STS-B-5"]
+    assert stsb["protocol"] == "relatedness" and "acc" not in stsb and stsb["score"] == stsb["pearson"]
+    assert -100 <= stsb["spearman"] <= 100 and stsb["features_dim"] == 64 and stsb["ntest"] == 12
+    assert data["tasks"]["SICK-E"]["features_dim"] == 64 and data["tasks"]["SST-5"]["features_dim"] == 32
+    accs = [data["tasks"][t]["acc"] for t in ("SST-5", "SICK-E", "SciCite")]
+    assert data["average"]["acc"] == pytest.approx(np.mean(accs), abs=0.01)
+    scores = [t["score"] for t in data["tasks"].values()]
+    assert data["average"]["score"] == pytest.approx(np.mean(scores), abs=0.01)
+    assert "relatedness" in data and "Pearson" in result.stderr

@@ -96,7 +96,7 @@ def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
     assert not (tmp_path / "o" / "step-1" / "seed-1").exists()
 
 
-@pytest.mark.parametrize("script", ["pst.sh", "grid.sh", "results.sh", "demo.sh", "baselines.sh"])
+@pytest.mark.parametrize("script", ["pst.sh", "grid.sh", "results.sh", "demo.sh", "baselines.sh", "more_evals.sh"])
 def test_scripts_explain_themselves_with_help(script, tmp_path):
     result = run_script(script, "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -183,3 +183,41 @@ def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):
         assert json.loads((out / f"step-{step}" / "sts.json").read_text())["model"].endswith("merged")
     # step 2's bank is embedded by step 1's merged model
     assert f"embed-entries {tiny_dict} --model {out / 'step-1' / 'merged'} " in result.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path):
+    """examples/more_evals.sh: clustering, the added transfer tasks and the geometry for toolbox rows and for
+    two checkpoints (mean ± sd), JSON per run, wall times, a table; a rerun skips finished runs."""
+    import json
+    import shutil
+
+    for i in (1, 2):
+        shutil.copytree(tiny_bert, tmp_path / f"ckpt-{i}")
+    out = tmp_path / "out"
+    env = {"ROWS": "mean t4-idf-whiten", "TASKS": "SICK-E,STS-B-5", "CONFIG": "prototyping", "RUNS": "2", "LIMIT": "5"}
+    env["CLUSTER"] = "agnews,tweet"
+    old = dict(os.environ)
+    os.environ.update(env)
+    try:
+        args = [out, tiny_bert, tmp_path / "ckpt-1", tmp_path / "ckpt-2"]
+        result = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        times = (out / "times.tsv").read_text().splitlines()
+        assert [tuple(line.split("\t")[:2]) for line in times] == [
+            (e, r) for r in ("mean", "t4-idf-whiten", "checkpoint") for e in ("cluster", "senteval", "inspect")
+        ]
+        assert "--pooling prompt-avg --template T4 --weighting idf --post whiten" in times[3]
+        cluster = json.loads((out / "cluster" / "mean.json").read_text())
+        assert cluster["seeds"] == [0, 1] and cluster["tasks"]["agnews"]["n"] == 5
+        both = json.loads((out / "senteval" / "checkpoint.json").read_text())
+        assert both["n_runs"] == 2 and "STS-B-5" in both["summary"]["tasks"]
+        geometry = json.loads((out / "inspect" / "checkpoint.json").read_text())
+        assert len(geometry["sentences"]) == 2 and geometry["sentences"][0]["n"] == 5
+        table = (out / "table.md").read_text()
+        assert "### cluster" in table and "| checkpoint |" in table and "isoscore" in table and "±" in table
+        again = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
+        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
+    finally:
+        os.environ.clear()
+        os.environ.update(old)

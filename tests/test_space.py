@@ -321,3 +321,90 @@ def test_dead_dimensions_stay_zero_columns():
         transform_space(with_dead, settings=IcaSettings(n_components=5))
     white = transform_space(with_dead, "whiten", scale=1.0)
     np.testing.assert_allclose(np.cov(np.delete(white.vectors, [1, 4], axis=1).T, bias=True), np.eye(4), atol=1e-4)
+
+
+# --------------------------------------------------------------------------- IsoScore, alignment, uniformity
+
+
+def test_isoscore_extremes_and_a_hand_computed_case():
+    from defsent_cli.space.isotropy import isoscore
+
+    rng = np.random.default_rng(0)
+    assert isoscore(rng.normal(size=(20000, 8))) > 0.99  # isotropic Gaussian
+    line = np.outer(rng.normal(size=300), rng.normal(size=8))  # every point on one line
+    assert isoscore(line) == pytest.approx(0.0, abs=1e-9)
+    # equal variance in 2 of 4 dimensions: v = [sqrt2, sqrt2, 0, 0], defect^2 = 2 - sqrt2,
+    # IsoScore = ((4 - (2 - sqrt2) * 2)^2 - 4) / 12 = (8 - 4) / 12 = 1/3 (= (k - 1) / (n - 1) for k = 2)
+    square = np.array([[1, 0, 0, 0], [-1, 0, 0, 0], [0, 1, 0, 0], [0, -1, 0, 0]], dtype=float)
+    assert isoscore(square) == pytest.approx(1 / 3)
+    assert isoscore(square @ np.linalg.qr(rng.normal(size=(4, 4)))[0] * 7 + 3) == pytest.approx(
+        1 / 3
+    )  # rotation, scale
+
+
+def test_isoscore_equals_the_reference_steps():
+    """The IsoScore package's steps (sklearn PCA, np.cov, sqrt(n) scaling, defect, score) on a skewed cloud."""
+    from sklearn.decomposition import PCA
+
+    from defsent_cli.space.isotropy import isoscore
+
+    points = np.random.default_rng(1).normal(size=(60, 5)) * [4, 2, 1, 1, 0.3]
+    pca = PCA(n_components=5).fit_transform(points).T
+    variances = np.cov(pca)[np.diag_indices(5)]
+    n = 5
+    normalized = variances * np.sqrt(n) / np.linalg.norm(variances)
+    defect = np.linalg.norm(normalized - 1) / np.sqrt(2 * (n - np.sqrt(n)))
+    expected = ((n - defect**2 * (n - np.sqrt(n))) ** 2 - n) / (n * (n - 1))
+    assert isoscore(points) == pytest.approx(expected, rel=1e-9)
+
+
+def test_alignment_and_uniformity_by_hand():
+    from defsent_cli.space.isotropy import alignment, uniformity
+
+    square = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], dtype=float)
+    # pairs (e1, e2) and (e2, -e1): squared distance 2 each
+    assert alignment(square[:2], square[1:3]) == pytest.approx(2.0)
+    assert alignment(square[:2] * 5, square[:2]) == pytest.approx(0.0)  # normalised first
+    # 6 pairs: 4 at squared distance 2, 2 at 4 -> log((4 e^-4 + 2 e^-8) / 6)
+    expected = np.log((4 * np.exp(-4) + 2 * np.exp(-8)) / 6)
+    assert uniformity(square) == pytest.approx(expected)
+    assert uniformity(square * 3, block=1) == pytest.approx(expected)  # blocks and scale change nothing
+    three = np.array([[1, 0], [1, 0], [0, 1]], dtype=float)  # distances^2 0, 2, 2
+    assert uniformity(three) == pytest.approx(np.log((1 + 2 * np.exp(-4)) / 3))
+
+
+def test_wikitext_sentences_and_geometry_data(more):
+    from defsent_cli.evaluation.geometry import GeometryData, wikitext_sentences
+
+    sentences = wikitext_sentences(more / "wikitext-2" / "wiki.test.raw")
+    assert sentences == [
+        "The dog runs fast .",
+        "A fish swims in water .",
+        "The tree is old and tall .",
+        "Joy is a feeling of great happiness !",
+        "Is this a question ?",
+    ]
+    inputs = GeometryData.load(more / "senteval")
+    a, b, everything, _ = inputs.stsb
+    # STS-B train: pairs 10 and 21 are scored 5.0; 30 distinct first and 10 distinct second sentences
+    assert len(a) == len(b) == 2 and len(everything) == 40
+
+
+def test_cli_inspect_model(cli, tiny_bert, more, tmp_path):
+    out = tmp_path / "geometry.json"
+    result = cli("inspect", "-m", tiny_bert, "--data", more, "--pooling", "mean", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(out.read_text())
+    (report,) = doc["sentences"]
+    assert doc["banks"] == [] and report["n"] == 5 and report["normalized"] is True
+    assert 0 <= report["isoscore"] <= 1 and report["alignment_pairs"] == 2 and report["uniformity_sentences"] == 40
+    assert report["uniformity"] < 0 and 0 <= report["alignment"] <= 4
+    assert "IsoScore" in result.stderr and "alignment" in result.stderr
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a dog\n\na fish\na tree\n")
+    result = cli("inspect", "-m", tiny_bert, "--corpus", corpus, "--no-stsb", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["sentences"][0]["n"] == 3
+    missing = cli("inspect", "-m", tiny_bert, "--data", tmp_path / "nowhere")
+    assert missing.exit_code == 2 and "data folder not found" in missing.stderr
+    assert cli("inspect").exit_code == 2

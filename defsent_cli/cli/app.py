@@ -10,6 +10,7 @@ from . import (
     ditto_search,
     embed_entries,
     encode,
+    eval_cluster,
     eval_dict,
     eval_senteval,
     eval_sts,
@@ -38,6 +39,7 @@ COMMAND_MODULES = (
     encode,
     eval_sts,
     eval_senteval,
+    eval_cluster,
     fit_post,
     ditto_search,
 )

@@ -12,7 +12,7 @@ from ..evaluation.senteval_data import load_transfer_tasks
 from . import options as opt
 from .boundary import guard
 from .render import senteval_table
-from .results import check_results_output, finish
+from .results import check_results_output, expand_models, finish, run_models, table_of
 
 SentevalConfig = opt.choices("SentevalConfig", CONFIGS)
 
@@ -20,11 +20,16 @@ MrpcFeatures = opt.choices("MrpcFeatures", MRPC_FEATURES)
 
 
 def eval_senteval(
-    model: opt.Model,
+    model: opt.Models,
     data: opt.Data = None,
     tasks: Annotated[
         str | None,
-        typer.Option("--tasks", "-t", help="Comma-separated: MR,CR,SUBJ,MPQA,SST-2,TREC,MRPC (default: all seven)."),
+        typer.Option(
+            "--tasks",
+            "-t",
+            help="Comma-separated: MR,CR,SUBJ,MPQA,SST-2,TREC,MRPC (the default seven), SST-5,SICK-E,SciCite,"
+            "STS-B-5,SICK-R-5, or all (the twelve).",
+        ),
     ] = None,
     config: Annotated[
         SentevalConfig,
@@ -49,7 +54,10 @@ def eval_senteval(
     mrpc_features: Annotated[
         MrpcFeatures,
         typer.Option(
-            "--mrpc-features", help="senteval = [|u-v|, u*v] as SentEval's MRPC; concat = [u, v, |u-v|, u*v]."
+            "--mrpc-features",
+            "--pair-features",
+            help="Pair tasks (MRPC, SICK-E, STS-B-5, SICK-R-5): senteval = [|u-v|, u*v] as SentEval; "
+            "concat = [u, v, |u-v|, u*v].",
         ),
     ] = MrpcFeatures.senteval,
     batch_size: opt.BatchSize = 32,
@@ -73,24 +81,31 @@ def eval_senteval(
     """SentEval transfer tasks: a logistic-regression probe (SentEval's nhid 0 classifier) on frozen features.
 
     \b
-    Example:
+    Examples:
       defsent eval-senteval --model ckpt/ --pooling mean --data ../shared/data \\
           -o transfer.json
+      defsent eval-senteval -m ckpt/ --tasks SST-5,SICK-E,SciCite,STS-B-5,SICK-R-5
 
     With --post and no --fit-on, each task's chain is fitted on that task's sentences (no labels).
+    STS-B-5 and SICK-R-5 are SentEval's supervised relatedness tasks (soft 5-class targets); they
+    report Pearson / Spearman x100 of the expected score, not an accuracy.
     """
     spec = opt.encode_spec(
         pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
     )
     check_results_output(output, force)
     check_options(opt.value(config), opt.value(mrpc_features))
+    models = expand_models(model)
     loaded_tasks = load_transfer_tasks(data, tasks)  # data problems surface before the model loads
-    loaded = opt.load(model, device, runtime, precision)
-    encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
-    result = evaluate_senteval(
-        encoder, data, loaded_tasks, config=opt.value(config), seed=seed, mrpc_features=opt.value(mrpc_features)
-    )
-    finish(result, senteval_table(result), output)
+
+    def one(path):
+        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+        return evaluate_senteval(
+            encoder, data, loaded_tasks, config=opt.value(config), seed=seed, mrpc_features=opt.value(mrpc_features)
+        )
+
+    result = run_models(models, one)
+    finish(result, table_of(result, senteval_table), output)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ from ..evaluation.sts_data import SPLITS as STS_SPLITS
 from . import options as opt
 from .boundary import guard
 from .render import sts_table
-from .results import check_results_output, finish
+from .results import check_results_output, expand_models, finish, run_models, table_of
 
 StsSplit = opt.choices("StsSplit", STS_SPLITS)
 
@@ -25,7 +25,7 @@ Layout = opt.choices("Layout", LAYOUTS)
 
 
 def eval_sts(
-    model: opt.Model,
+    model: opt.Models,
     data: opt.Data = None,
     tasks: Annotated[
         str | None,
@@ -88,6 +88,7 @@ def eval_sts(
       defsent eval-sts --model ckpt/ --pooling mean -d ../shared/data -o sts.json
       defsent eval-sts -m ckpt/ --pooling prompt-avg --template T4 \\
           --weighting idf --post quantile
+      defsent eval-sts -m 'step1/seed-*' -o sts.json   # mean ± sd over the seeds
     """
     import torch
 
@@ -96,21 +97,26 @@ def eval_sts(
     )
     check_results_output(output, force)
     check_options(opt.value(aggregation), opt.value(backend))
+    models = expand_models(model)
     loaded_tasks = load_sts_tasks(data, tasks, opt.value(split), opt.value(layout))  # before the model loads
-    torch.manual_seed(seed)
-    loaded = opt.load(model, device, runtime, precision)
-    encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
-    result = evaluate_sts(
-        encoder,
-        data,
-        loaded_tasks,
-        split=opt.value(split),
-        aggregation=opt.value(aggregation),
-        layout=opt.value(layout),
-        backend=opt.value(backend),
-    )
-    result["seed"] = seed
-    finish(result, sts_table(result), output)
+
+    def one(path):
+        torch.manual_seed(seed)
+        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+        result = evaluate_sts(
+            encoder,
+            data,
+            loaded_tasks,
+            split=opt.value(split),
+            aggregation=opt.value(aggregation),
+            layout=opt.value(layout),
+            backend=opt.value(backend),
+        )
+        result["seed"] = seed
+        return result
+
+    result = run_models(models, one)
+    finish(result, table_of(result, sts_table), output)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,5 @@
-"""``defsent inspect``: isotropy figures and pictures of entry spaces."""
+"""``defsent inspect``: isotropy figures and pictures of entry spaces, and the geometry of a model's
+sentence embeddings (IsoScore, alignment, uniformity)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,55 @@ from typing import Annotated
 import typer
 
 from ..console import err_console, say
+from ..errors import DefsentError
 from ..formats.vectors import load_space
 from ..io import check_output, write_json, write_stdout
 from ..space.isotropy import space_report
 from . import options as opt
 from .boundary import guard
 from .render import inspect_table
+from .results import expand_models
 
 
 def inspect(
     paths: Annotated[
-        list[Path], typer.Argument(metavar="PATHS", help="Bank(s) (.h5) or vector files (.npy) to describe, in order.")
-    ],
+        list[Path] | None,
+        typer.Argument(metavar="PATHS", help="Bank(s) (.h5) or vector files (.npy) to describe, in order."),
+    ] = None,
+    model: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Describe this model's sentence embeddings instead (repeatable, quoted globs): the figures on "
+            "--corpus, alignment / uniformity on STS-B train.",
+            show_default=False,
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            "-d",
+            envvar="DEFSENT_DATA",
+            help="With --model: the folder holding wikitext-2/ and senteval/ (e.g. ../shared/data).",
+            show_default=False,
+        ),
+    ] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="With --model: sentences to describe, one per line (default: WikiText-2 test sentences of >= 10 "
+            "characters, wikitext-2/wiki.test.raw).",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=2, help="With --model: a seeded random sample of the corpus.")
+    ] = None,
+    stsb: Annotated[
+        bool, typer.Option("--stsb/--no-stsb", help="With --model: alignment and uniformity on STS-B train.")
+    ] = True,
     pairs: Annotated[
         int, typer.Option("--pairs", min=1, help="Random pairs for the mean cosine (all pairs if fewer).")
     ] = 100_000,
@@ -36,27 +74,70 @@ def inspect(
         Path | None, typer.Option("--output", "-o", help="Write the figures as JSON to this file.")
     ] = None,
     force: opt.Force = False,
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 32,
+    max_length: opt.MaxLength = None,
+    device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
+    show_progress: opt.Progress = None,
+    layers: opt.Layers = None,
+    template: opt.Template = None,
+    ditto_head: opt.DittoHead = None,
+    weighting: opt.WeightingOption = None,
+    idf_corpus: opt.IdfCorpus = None,
+    drop_tokens: opt.DropTokens = None,
+    post: opt.Post = None,
+    fit_on: opt.FitOn = None,
+    post_file: opt.PostFile = None,
 ) -> None:
-    """Isotropy figures of entry spaces (mean cosine, variance shares, I(W), skewness / kurtosis), optional plot.
+    """Isotropy figures (mean cosine, variance shares, I(W), IsoScore, skewness / kurtosis) of entry spaces,
+    optional plot; or of a model's sentence embeddings, with alignment and uniformity.
 
     Several banks (e.g. PST steps, before / after ICA) give one column and one plot row each.
 
     \b
-    Example:
+    Examples:
       defsent inspect bank.h5 bank-ica.h5 --plot space.png
+      defsent inspect -m ckpt/ --pooling mean --post whiten -d ../shared/data \\
+          -o geometry.json
     """
+    if not paths and not model:
+        raise DefsentError("nothing to inspect: give bank or vector files, or --model PATH")
     if output is not None:
         check_output(output, force)
     if plot is not None:
         from ..space.plots import check_plot_path
 
         check_output(check_plot_path(plot), force)
-    spaces = [load_space(p) for p in paths]
+        if not paths:
+            raise DefsentError("--plot draws bank or vector files: give PATHS")
+    spaces = [load_space(p) for p in paths or []]
     reports = [space_report(space, pairs, seed) for space in spaces]
-    err_console.print(inspect_table(reports))
-    for number, report in enumerate(reports, start=1):
+    sentences = []
+    if model:
+        import torch
+
+        from ..evaluation.geometry import GeometryData, sentence_geometry
+
+        spec = opt.encode_spec(
+            pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+        )
+        models = expand_models(model)
+        inputs = GeometryData.load(data, corpus, limit, seed, stsb)  # data problems surface before a model loads
+        for path in models:
+            torch.manual_seed(seed)
+            encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+            sentences.append(sentence_geometry(encoder, inputs, pairs, seed))
+    if reports:
+        err_console.print(inspect_table(reports))
+    if sentences:
+        err_console.print(inspect_table(sentences, "sentence-space figures"))
+    for number, report in enumerate(reports + sentences, start=1):
         say(f"{number}: {report['describe']}")
     document = {"pairs": pairs, "seed": seed, "banks": reports}
+    if sentences:
+        document["sentences"] = sentences
     if output is not None:
         write_json(output, document)
         say(f"wrote {output}")

@@ -92,6 +92,17 @@ Model = Annotated[
         show_default=False,
     ),
 ]
+Models = Annotated[
+    list[Path],
+    typer.Option(
+        "--model",
+        "-m",
+        "--encoder",
+        help="Local model folder: transformers, sentence-transformers or a defsent checkpoint. Repeat it, or give a "
+        "quoted glob ('step1/seed-*'), to score several (e.g. seeds): mean ± sd per task, every run kept.",
+        show_default=False,
+    ),
+]
 Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Texts per forward pass.")]
 MaxLength = Annotated[
@@ -157,6 +168,12 @@ def load(model, device, runtime="torch", precision="fp32"):
 
     check_runtime(value(runtime), value(precision), device)
     return use_runtime(load_model(model, device), value(runtime), value(precision))
+
+
+def encoder(spec, model, device, runtime, precision, batch_size: int, max_length, show_progress):
+    """A model folder loaded (:func:`load`) and resolved by an EncodeSpec into an Encoder."""
+    loaded = load(model, device, runtime, precision)
+    return spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
 
 
 # ---------------------------------------------------------------- pooling and the training-free toolbox

@@ -62,17 +62,25 @@ def sts_table(result: dict):
 
 
 def senteval_table(result: dict):
-    """The papers' table: MR ... MRPC, Avg. (test accuracy), with dev accuracy, MRPC F1 and sizes."""
+    """The papers' table: MR ... MRPC, Avg. (test accuracy), with dev accuracy, MRPC F1 and sizes; the
+    relatedness tasks (STS-B-5, SICK-R-5) with Pearson / Spearman x100 of the expected score."""
     tasks = result["tasks"]
     columns = [*tasks, "Avg."]
-    acc = [fmt(t["acc"]) for t in tasks.values()] + [fmt(result["average"]["acc"])]
-    dev = [fmt(t["devacc"]) for t in tasks.values()] + [""]
+    related = [t["protocol"] == "relatedness" for t in tasks.values()]
+    acc = [fmt(t.get("acc")) if not r else "" for t, r in zip(tasks.values(), related, strict=True)]
+    acc.append(fmt(result["average"]["acc"]))
+    dev = [fmt(t["devpearson"] if r else t["devacc"]) for t, r in zip(tasks.values(), related, strict=True)] + [""]
     f1 = [fmt(t["f1"]) if "f1" in t else "" for t in tasks.values()] + [""]
     sizes = [
         f"{t['ndev']:,}/{t['ntest']:,}" if t["protocol"] != "inner-kfold" else f"{t['ntest']:,} (cv)"
         for t in tasks.values()
     ] + [""]
-    rows = [("test acc", acc), ("dev acc", dev)]
+    rows = [("test acc", acc)]
+    if any(related):
+        rows.append(("test Pearson", [fmt(t["pearson"]) if "pearson" in t else "" for t in tasks.values()] + [""]))
+        rows.append(("test Spearman", [fmt(t["spearman"]) if "spearman" in t else "" for t in tasks.values()] + [""]))
+        rows.append(("score (all)", [fmt(t["score"]) for t in tasks.values()] + [fmt(result["average"]["score"])]))
+    rows.append(("dev acc" if not any(related) else "dev acc|Pearson", dev))
     if any("f1" in t for t in tasks.values()):
         rows.append(("F1", f1))
     rows.append(("train|dev/test", sizes))
@@ -87,6 +95,56 @@ def senteval_table(result: dict):
             f"pooling {result['pooling']} | {result['seconds']:.0f} s",
         ]
     )
+    return render_table(title, columns, rows, caption)
+
+
+def cluster_table(result: dict):
+    """Clustering accuracy and NMI x100 per set and Avg., mean ± sd over the k-means seeds."""
+    tasks = result["tasks"]
+    columns = [*tasks, "Avg."]
+
+    def cells(key: str) -> list[str]:
+        out = [
+            f"{fmt(t[key])} ± {fmt(t[key + '_sd'])}" if t[key + "_sd"] is not None else fmt(t[key])
+            for t in tasks.values()
+        ]
+        return out + [fmt(result["average"][key])]
+
+    rows = [
+        ("accuracy", cells("acc")),
+        ("NMI", cells("nmi")),
+        ("texts / k", [f"{t['n']:,} / {t['k']}" for t in tasks.values()] + [""]),
+    ]
+    seeds = result["seeds"]
+    caption = "\n".join(
+        [
+            f"k-means (scikit-learn, k = classes) with seeds {seeds[0]}-{seeds[-1]}: mean ± sd over {len(seeds)} runs",
+            f"model {result['model']}",
+            f"pooling {result['pooling']} | {result['seconds']:.0f} s",
+        ]
+    )
+    return render_table("Short-text clustering: accuracy (Hungarian mapping) and NMI x100", columns, rows, caption)
+
+
+def summary_table(result: dict):
+    """Several models (seeds) of one evaluation: each figure's mean ± sd per task and for Avg."""
+    summary = result["summary"]
+    columns = [*summary["tasks"], "Avg."]
+    keys = list(dict.fromkeys(key for task in summary["tasks"].values() for key in task))
+
+    def cell(spread: dict | None) -> str:
+        if not spread or spread["mean"] is None:
+            return "" if not spread else "—"
+        return f"{spread['mean']:.2f} ± {spread['sd']:.2f}" if spread["sd"] is not None else f"{spread['mean']:.2f}"
+
+    rows = [
+        (key, [cell(task.get(key)) for task in summary["tasks"].values()] + [cell(summary["average"].get(key))])
+        for key in keys
+    ]
+    caption = "\n".join(
+        [*(f"{i}: {m}" for i, m in enumerate(result["models"], start=1)), f"pooling {result['pooling']}"]
+    )
+    title = f"{result['kind']}: mean ± sample sd over {result['n_runs']} models"
     return render_table(title, columns, rows, caption)
 
 
@@ -147,19 +205,22 @@ def _figure(value: float | int | None) -> str:
     return f"{value:.4f}"
 
 
-def inspect_table(reports: list[dict]):
-    """One column per space: the isotropy figures of ``space_report``."""
+def inspect_table(reports: list[dict], title: str = "entry-space figures"):
+    """One column per space: the isotropy figures of ``space_report`` (and, for sentence spaces,
+    alignment and uniformity)."""
     from pathlib import Path
 
     from rich.markup import escape
 
-    from ..space.isotropy import FIGURES
+    from ..space.isotropy import FIGURES, PAIR_FIGURES
 
-    table = Table(title="entry-space figures", title_justify="left")
+    table = Table(title=title, title_justify="left")
     table.add_column("figure", no_wrap=True)
     for number, report in enumerate(reports, start=1):
         table.add_column(f"{number}: {escape(Path(report['path']).name)}", justify="right", overflow="fold")
     labels = {"n": "vectors", "d": "dimensions", **FIGURES, "pairs": "pairs for the cosine"}
+    if any("alignment" in r for r in reports):
+        labels.update(PAIR_FIGURES)
     for key, label in labels.items():
-        table.add_row(label, *(_figure(r[key]) for r in reports))
+        table.add_row(label, *(_figure(r.get(key)) for r in reports))
     return table

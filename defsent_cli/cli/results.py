@@ -3,13 +3,52 @@ warnings and table and write it."""
 
 from __future__ import annotations
 
+import glob
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..console import say
 from ..errors import DefsentError
 from ..io import check_output, write_json
-from ..log import warn
-from .render import show
+from ..log import note, warn
+from .render import show, summary_table
+
+_GLOB = set("*?[")
+
+
+def expand_models(models: Sequence[Path]) -> list[Path]:
+    """The model folders of ``--model`` (repeated) with quoted globs expanded, sorted, each once."""
+    paths: list[Path] = []
+    for model in models:
+        text = str(model)
+        if not model.exists() and _GLOB & set(text):
+            matches = sorted(glob.glob(text))
+            if not matches:
+                raise DefsentError("no model folder matches this pattern", path=model)
+            paths.extend(Path(m) for m in matches)
+        else:
+            paths.append(model)
+    if not paths:
+        raise DefsentError("no model given: pass --model PATH")
+    return list(dict.fromkeys(paths))
+
+
+def run_models(models: Sequence[Path], evaluate: Callable[[Path], dict]) -> dict:
+    """``evaluate`` on one model: its result as it is; on several: every run and their mean ± sd per task."""
+    from ..evaluation.common import summarize_runs
+
+    if len(models) == 1:
+        return evaluate(models[0])
+    runs = []
+    for number, model in enumerate(models, start=1):
+        note(f"model {number}/{len(models)}: {model}")
+        runs.append(evaluate(model))
+    return summarize_runs(runs)
+
+
+def table_of(result: dict, single: Callable[[dict], object]):
+    """The table of one run (``single``), or the mean ± sd table of several."""
+    return summary_table(result) if "runs" in result else single(result)
 
 
 def check_results_output(output: Path | None, force: bool) -> None:

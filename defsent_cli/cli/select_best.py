@@ -10,18 +10,22 @@ import typer
 from ..console import err_console, say
 from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
-from ..evaluation.selection import check_link, link_winner, select_best
+from ..evaluation.selection import check_link, link_winner, score_summary, select_best
 from ..io import check_output, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import ranking_table
+from .results import expand_models
 
 CriterionName = opt.choices("CriterionName", CRITERIA)
 
 
 def select_best_command(
     checkpoints: Annotated[
-        list[Path], typer.Argument(metavar="CHECKPOINTS", help="Checkpoint folders to rank (e.g. step1/seed-*).")
+        list[Path],
+        typer.Argument(
+            metavar="CHECKPOINTS", help="Checkpoint folders to rank (e.g. step1/seed-*; a quoted glob is expanded)."
+        ),
     ],
     by: Annotated[
         CriterionName,
@@ -59,13 +63,17 @@ def select_best_command(
     criterion = Criterion(
         opt.value(by), data, dictionary, bank, opt.value(pooling), batch_size, show_progress
     ).prepare()
-    ranking = select_best(checkpoints, criterion, device)
+    ranking = select_best(expand_models(checkpoints), criterion, device)
     err_console.print(ranking_table(ranking, criterion.name, criterion.meaning))
+    summary = score_summary(ranking)
+    if summary["sd"] is not None:
+        say(
+            f"{criterion.name} over {summary['n']} checkpoints: {summary['mean']:.2f} ± {summary['sd']:.2f} (mean ± sd)"
+        )
     winner = Path(ranking[0]["path"])
     if output is not None:
-        write_json(
-            output, {"criterion": criterion.name, "meaning": criterion.meaning, "best": str(winner), "ranking": ranking}
-        )
+        document = {"criterion": criterion.name, "meaning": criterion.meaning, "best": str(winner), "ranking": ranking}
+        write_json(output, {**document, "summary": summary})
     if link is not None:
         link_winner(winner, link, copy, force)
         say(f"{link} -> {winner}")

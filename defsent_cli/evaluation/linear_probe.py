@@ -11,6 +11,12 @@ batched model, which makes the 400+ fits of an inner k-fold task take seconds on
 minutes. Written by hand because no library trains thousands of small seeded Adam fits at once with
 SentEval's exact early-stopping rule (scikit-learn's LogisticRegression is another optimiser and
 would not reproduce SentEval's numbers).
+
+The same trainer runs SentEval's relatedness classifier (``senteval/tools/relatedness.py``,
+``RelatednessPytorch``) for STS-B / SICK-R as 5-class tasks: soft targets (:func:`soft_targets`), a
+softmax output trained with mean squared error against them (``loss="mse"``; SentEval's code comment
+speaks of KL, its code uses ``nn.MSELoss``), Adam without weight decay, 50 passes between checks, and
+the dev Pearson of the expected score instead of dev accuracy (``dev_score``): :data:`RELATEDNESS`.
 """
 
 from __future__ import annotations
@@ -51,6 +57,28 @@ ADAM = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 RMSPROP = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8}
 
 
+# RelatednessPytorch: batch 64, Adam, l2reg 0, trainepoch(nepoches=50) between checks, early stop after
+# 3 non-improving checks (the same never-reset counter), maxepoch 1000. No k-fold.
+RELATEDNESS = ClassifierConfig(
+    "relatedness", kfold=0, optim="adam", batch_size=64, tenacity=3, epoch_size=50, max_epoch=1000
+)
+LOSSES = ("cross-entropy", "mse")
+
+
+def soft_targets(scores: np.ndarray, nclasses: int = 5) -> np.ndarray:
+    """SentEval's ``encode_labels`` (Tai, Socher & Manning 2015): a score s between classes floor(s) and
+    floor(s) + 1 (classes numbered 1..nclasses; column i is class i + 1) puts weight s - floor(s) on class
+    floor(s) + 1 and floor(s) + 1 - s on class floor(s): 3.6 -> 0.4 on class 3 (column 2), 0.6 on class 4
+    (column 3); 5.0 -> 1.0 on class 5. As in SentEval, a score below 1 (STS-B's 0-1 range) keeps only
+    s on class 1, so its row sums to s (0 for a score of 0)."""
+    s = np.asarray(scores, dtype=np.float64)
+    floor = np.floor(s)
+    out = np.zeros((len(s), nclasses), dtype=np.float32)
+    for i in range(nclasses):
+        out[:, i] = np.where(i + 1 == floor + 1, s - floor, 0.0) + np.where(i + 1 == floor, floor - s + 1, 0.0)
+    return out
+
+
 def get_config(config: str | ClassifierConfig) -> ClassifierConfig:
     if isinstance(config, ClassifierConfig):
         return config
@@ -79,9 +107,17 @@ class LinearFit:
     dev_accuracy: float
     epochs: int
 
+    def logits(self, X: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)) @ torch.from_numpy(
+            self.weight
+        ) + torch.from_numpy(self.bias)
+
     def predict(self, X: np.ndarray) -> np.ndarray:
-        logits = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)) @ torch.from_numpy(self.weight)
-        return (logits + torch.from_numpy(self.bias)).argmax(dim=1).numpy()
+        return self.logits(X).argmax(dim=1).numpy()
+
+    def proba(self, X: np.ndarray) -> np.ndarray:
+        """Softmax class probabilities (the relatedness classifier's output)."""
+        return torch.softmax(self.logits(X), dim=1).numpy()
 
     def score(self, X: np.ndarray, y: np.ndarray) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y))) if len(y) else 0.0
@@ -152,9 +188,16 @@ class _Group:
 
 
 def _train_pass(
-    X: torch.Tensor, y: torch.Tensor, orders: list[np.ndarray], group: _Group, wd: torch.Tensor, batch_size: int
+    X: torch.Tensor,
+    Y: torch.Tensor,
+    orders: list[np.ndarray],
+    group: _Group,
+    wd: torch.Tensor,
+    batch_size: int,
+    loss: str = "cross-entropy",
 ) -> None:
-    """One pass over each job's (permuted) training rows, in mini-batches of ``batch_size``."""
+    """One pass over each job's (permuted) training rows, in mini-batches of ``batch_size``; ``Y`` holds
+    one target distribution per row (one-hot for hard labels)."""
     jobs = len(orders)
     lengths = np.asarray([len(o) for o in orders])
     steps = int(math.ceil(lengths.max() / batch_size)) if len(lengths) else 0
@@ -168,9 +211,13 @@ def _train_pass(
         rows = index_t[:, s]
         valid = rows >= 0
         safe = rows.clamp(min=0)
-        Xb, yb = X[safe], y[safe]
+        Xb, Yb = X[safe], Y[safe]
         probs = torch.softmax(torch.baddbmm(group.b.unsqueeze(1), Xb, group.W), dim=-1)
-        grad = probs - torch.nn.functional.one_hot(yb, nclasses).to(probs.dtype)
+        if loss == "mse":  # d/dz of mean((softmax(z) - t)^2) over the classes, through the softmax
+            g = 2.0 / nclasses * (probs - Yb)
+            grad = probs * (g - (g * probs).sum(dim=-1, keepdim=True))
+        else:  # cross-entropy against the target distribution
+            grad = probs - Yb
         if s < full_until:
             grad = grad / batch_size
             update = None
@@ -183,18 +230,27 @@ def _train_pass(
         group.step(torch.bmm(Xb.transpose(1, 2), grad), grad.sum(dim=1), wd, update)
 
 
-def _dev_accuracy(X: torch.Tensor, y: torch.Tensor, group: _Group, devs: list[np.ndarray]) -> np.ndarray:
-    """Each job's accuracy on its own dev rows (0 when it has none)."""
+DevScore = Callable[[np.ndarray, np.ndarray], float]
+
+
+def _dev_accuracy(
+    X: torch.Tensor, y: torch.Tensor | None, group: _Group, devs: list[np.ndarray], dev_score: DevScore | None = None
+) -> np.ndarray:
+    """Each job's accuracy on its own dev rows (0 when it has none), or ``dev_score(probabilities, rows)``."""
     rows = np.unique(np.concatenate(devs)) if devs else np.zeros(0, dtype=np.int64)
     if len(rows) == 0:
         return np.zeros(len(devs))
     logits = torch.matmul(X[torch.from_numpy(rows)].unsqueeze(0), group.W) + group.b.unsqueeze(1)
-    correct = (logits.argmax(dim=-1) == y[torch.from_numpy(rows)].unsqueeze(0)).numpy()
+    if dev_score is None:
+        correct = (logits.argmax(dim=-1) == y[torch.from_numpy(rows)].unsqueeze(0)).numpy()
+    else:
+        probs = torch.softmax(logits, dim=-1).numpy()
     where = np.searchsorted(rows, np.concatenate(devs))
     out, start = np.zeros(len(devs)), 0
     for j, dev in enumerate(devs):
         if len(dev):
-            out[j] = correct[j, where[start : start + len(dev)]].sum() / len(dev)
+            mine = where[start : start + len(dev)]
+            out[j] = correct[j, mine].sum() / len(dev) if dev_score is None else dev_score(probs[j, mine], dev)
         start += len(dev)
     return out
 
@@ -208,19 +264,43 @@ def fit_linear(
     seed: int = 1111,
     max_parallel: int = 48,
     on_done: Callable[[int], None] | None = None,
+    *,
+    targets: np.ndarray | None = None,
+    loss: str = "cross-entropy",
+    dev_score: DevScore | None = None,
 ) -> list[LinearFit]:
-    """Train SentEval ``MLP(nhid=0)`` classifiers, one per job, batched; returns their best-dev fits."""
+    """Train SentEval ``MLP(nhid=0)`` classifiers, one per job, batched; returns their best-dev fits.
+
+    ``targets`` (n, nclasses) replaces the one-hot rows of ``y`` (soft labels); ``loss`` is
+    ``cross-entropy`` (SentEval's MLP) or ``mse`` on the softmax output (its relatedness classifier);
+    ``dev_score(probabilities, dev_rows)`` replaces dev accuracy as the early-stopping criterion (then
+    ``y`` may be None)."""
+    if loss not in LOSSES:
+        raise DefsentError(f"unknown loss {loss!r}; choose from {', '.join(LOSSES)}")
     X_t = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-    y_t = torch.from_numpy(np.asarray(y, dtype=np.int64))
-    if len(y_t) and (int(y_t.min()) < 0 or int(y_t.max()) >= nclasses):
+    y_t = None if y is None else torch.from_numpy(np.asarray(y, dtype=np.int64))
+    if y_t is not None and len(y_t) and (int(y_t.min()) < 0 or int(y_t.max()) >= nclasses):
         raise DefsentError(f"labels must lie in 0..{nclasses - 1}")
+    if targets is None:
+        if y_t is None:
+            raise DefsentError("fit_linear needs labels or soft targets")
+        Y_t = torch.nn.functional.one_hot(y_t, nclasses).to(torch.float32)
+    else:
+        Y_t = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
+        if Y_t.shape != (X_t.shape[0], nclasses):
+            raise DefsentError(
+                f"soft targets of shape {tuple(Y_t.shape)} for {X_t.shape[0]} rows and {nclasses} classes"
+            )
+    if dev_score is None and y_t is None:
+        raise DefsentError("dev accuracy needs labels: pass y or a dev_score")
     W0, b0 = linear_init(X_t.shape[1], nclasses, seed)
     fits: list[LinearFit] = []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # thousands of small steps: thread hand-offs cost more than they bring (~9x on 2 cores)
     try:
         for start in range(0, len(jobs), max_parallel):
-            fits.extend(_fit_group(X_t, y_t, list(jobs[start : start + max_parallel]), config, seed, W0, b0, on_done))
+            chunk = list(jobs[start : start + max_parallel])
+            fits.extend(_fit_group(X_t, y_t, Y_t, chunk, config, seed, W0, b0, on_done, loss, dev_score))
     finally:
         torch.set_num_threads(threads)
     return fits
@@ -228,13 +308,16 @@ def fit_linear(
 
 def _fit_group(
     X: torch.Tensor,
-    y: torch.Tensor,
+    y: torch.Tensor | None,
+    Y: torch.Tensor,
     jobs: list[Job],
     config: ClassifierConfig,
     seed: int,
     W0: torch.Tensor,
     b0: torch.Tensor,
     on_done: Callable[[int], None] | None,
+    loss: str = "cross-entropy",
+    dev_score: DevScore | None = None,
 ) -> list[LinearFit]:
     count = len(jobs)
     rngs = [np.random.RandomState(seed) for _ in jobs]  # SentEval: np.random.seed(seed) in every MLP
@@ -262,10 +345,10 @@ def _fit_group(
         sub = group.take(active)
         for _ in range(config.epoch_size):
             orders = [trains[j][rngs[j].permutation(len(trains[j]))] for j in active]
-            _train_pass(X, y, orders, sub, wd[torch.from_numpy(active)], config.batch_size)
+            _train_pass(X, Y, orders, sub, wd[torch.from_numpy(active)], config.batch_size, loss)
         nepoch += config.epoch_size
         group.put(active, sub)
-        accuracy = _dev_accuracy(X, y, sub, [devs[j] for j in active])
+        accuracy = _dev_accuracy(X, y, sub, [devs[j] for j in active], dev_score)
         for pos, j in enumerate(active):
             epochs[j] = nepoch
             if accuracy[pos] > best_acc[j]:

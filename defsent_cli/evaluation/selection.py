@@ -8,6 +8,7 @@ from pathlib import Path
 from ..encoder.models import load_model
 from ..errors import DefsentError
 from ..log import note
+from .common import mean_sd
 from .criteria import Criterion, checkpoint_seed
 
 
@@ -32,6 +33,16 @@ def select_best(checkpoints: list[Path], criterion: Criterion, device: str = "au
     for rank, row in enumerate(ranking, 1):
         row["rank"] = rank
     return ranking
+
+
+def score_summary(ranking: list[dict]) -> dict:
+    """The criterion's mean and sample sd over the ranked checkpoints (the seeds' spread)."""
+    mean, sd = mean_sd([row["score"] for row in ranking])
+    return {
+        "n": len(ranking),
+        "mean": None if mean is None else round(mean, 4),
+        "sd": None if sd is None else round(sd, 4),
+    }
 
 
 def check_link(link: Path, force: bool = False) -> Path:

@@ -1,4 +1,5 @@
-"""SentEval transfer tasks (MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC) with SentEval's own classifier protocol.
+"""SentEval transfer tasks with SentEval's own classifier protocols: MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC,
+and SST-5, SICK-E, SciCite, STS-B-5, SICK-R-5 (Stankevičius & Lukoševičius 2024's twelve).
 
 Features come from the frozen encoder; SentEval's linear classifier (:mod:`.linear_probe`) is trained
 on top, with the L2 weight chosen from ``10^-5 .. 10^-2`` by each task's protocol.
@@ -9,7 +10,17 @@ Protocols (``senteval/tools/validation.py``):
   inner k-fold picks the L2 value; refit with a 5% validation split; test accuracy averaged over folds.
 - TREC, MRPC: ``KFoldClassifier``: k-fold on train picks the L2 value; refit on all of train (5%
   validation split); accuracy (and F1 for MRPC) on test.
-- SST-2: ``SplitClassifier``: train / dev picks the L2 value; accuracy on test.
+- SST-2, SST-5, SICK-E, SciCite: ``SplitClassifier``: train / dev picks the L2 value; accuracy on test.
+- STS-B-5, SICK-R-5: SentEval's ``STSBenchmarkEval`` / ``SICKRelatednessEval`` (``RelatednessPytorch``):
+  the gold score becomes a soft distribution over 5 classes (``linear_probe.soft_targets``: 3.6 -> 0.4
+  on class 3, 0.6 on class 4), a softmax classifier is trained on it with MSE (Adam, no L2, 50 passes
+  between checks, early stop on the dev Pearson of the expected score sum_k k p_k); reported as SentEval
+  reports them: Pearson (the headline ``score``) and Spearman x100 of the expected score against the
+  test gold scores, and the MSE. Not an accuracy: they are left out of ``average.acc`` and counted in
+  ``average.score`` (the mean of every task's headline: accuracy, or Pearson for these two).
+
+Pair tasks (MRPC, SICK-E, STS-B-5, SICK-R-5) use SentEval's pair features ``[|u-v|, u*v]``
+(``--mrpc-features concat``: ``[u, v, |u-v|, u*v]``).
 
 Configs as SentEval's README defines them: ``default`` (kfold 10, adam, batch 64, tenacity 5, epoch_size 4;
 the papers' tables) and ``prototyping`` (kfold 5, rmsprop, batch 128, tenacity 3, epoch_size 2).
@@ -32,12 +43,14 @@ from .common import as_encoder, encode_unique, mean_or_none, resolve_data_root
 from .linear_probe import (
     ADAM,
     L2_GRID,
+    RELATEDNESS,
     RMSPROP,
     VALIDATION_SPLIT,
     ClassifierConfig,
     Job,
     fit_linear,
     get_config,
+    soft_targets,
 )
 from .senteval_data import TransferTask, load_transfer_tasks
 
@@ -156,6 +169,54 @@ def split_classifier(
     }
 
 
+def relatedness(
+    X: dict[str, np.ndarray], scores: dict[str, np.ndarray], seed: int = 1111, config: ClassifierConfig = RELATEDNESS
+) -> dict:
+    """SentEval ``RelatednessPytorch``: soft 5-class targets, softmax + MSE, early stop on dev Pearson of
+    the expected score; Pearson, Spearman (x100) and MSE of the expected score on test."""
+    from scipy.stats import pearsonr, spearmanr
+
+    n_train = len(scores["train"])
+    X_all = np.concatenate([X["train"], X["dev"]])
+    gold = np.concatenate([scores["train"], scores["dev"]])
+    classes = np.arange(1, 6, dtype=np.float64)
+
+    def dev_pearson(probs: np.ndarray, rows: np.ndarray) -> float:
+        return _correlation(pearsonr, probs @ classes, gold[rows])
+
+    (fit,) = fit_linear(
+        X_all,
+        None,
+        [Job(np.arange(n_train), 0.0, dev=np.arange(n_train, len(gold)))],
+        5,
+        config,
+        seed,
+        targets=soft_targets(gold),
+        loss="mse",
+        dev_score=dev_pearson,
+    )
+    yhat = fit.proba(X["test"]).astype(np.float64) @ classes
+    test = np.asarray(scores["test"], dtype=np.float64)
+    return {
+        "pearson": round(100 * _correlation(pearsonr, yhat, test), 2),
+        "spearman": round(100 * _correlation(spearmanr, yhat, test), 2),
+        "mse": round(float(np.mean((yhat - test) ** 2)), 4),
+        "devpearson": round(100 * fit.dev_accuracy, 2),
+        "epochs": fit.epochs,
+        "fits": 1,
+    }
+
+
+def _correlation(fn, a: np.ndarray, b: np.ndarray) -> float:
+    """SentEval's ``pr = 0 if pr != pr else pr``: a constant prediction scores 0, not NaN."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = float(fn(a, b)[0])
+    return 0.0 if value != value else value
+
+
 def check_options(config: str | ClassifierConfig, mrpc_features: str) -> ClassifierConfig:
     """Validate the settings before anything slow runs; returns the classifier config."""
     cfg = get_config(config)
@@ -170,11 +231,14 @@ def _planned_fits(task: TransferTask, config: ClassifierConfig, grid: Sequence[f
         return k * len(grid) * k + k
     if task.protocol == "kfold":
         return len(grid) * k + 1
+    if task.protocol == "relatedness":
+        return 1
     return len(grid)
 
 
 def mrpc_pair_features(a: np.ndarray, b: np.ndarray, kind: str = "senteval") -> np.ndarray:
-    """SentEval's MRPC features ``[|u-v|, u*v]``, or ``concat`` = ``[u, v, |u-v|, u*v]`` (SNLI-style)."""
+    """SentEval's pair features (MRPC, SICK-E, relatedness) ``[|u-v|, u*v]``, or ``concat`` =
+    ``[u, v, |u-v|, u*v]`` (SNLI-style)."""
     if kind == "senteval":
         return np.concatenate([np.abs(a - b), a * b], axis=1)
     if kind == "concat":
@@ -235,6 +299,10 @@ def run_transfer_task(
                 from sklearn.metrics import f1_score
 
                 out["f1"] = round(100 * float(f1_score(labels["test"], yhat)), 2)
+        elif task.protocol == "relatedness":
+            out = relatedness(features, labels, seed)
+            done(1)
+            n_dev, n_test = len(labels["dev"]), len(labels["test"])
         else:
             out = split_classifier(features, labels, task.nclasses, config, seed, grid, done)
             n_dev, n_test = len(labels["dev"]), len(labels["test"])
@@ -296,17 +364,30 @@ def evaluate_senteval(
             "tasks": {},
         }
     )
+    if any(task.protocol == "relatedness" for task in loaded):
+        result["relatedness"] = {
+            "targets": "SentEval encode_labels: score s -> s - floor(s) on class floor(s)+1, floor(s)+1 - s on "
+            "class floor(s) (classes 1-5; a score below 1 keeps only s on class 1)",
+            "classifier": "SentEval RelatednessPytorch: nn.Linear + softmax, MSE, Adam, l2 0, batch 64, "
+            "50 passes per check, early stop on dev Pearson (tenacity 3), max 1000 passes",
+            "score": "Pearson x100 of the expected score sum_k k p_k vs test gold (spearman also given)",
+        }
     for task in loaded:
         out = run_transfer_task(task, encoder, cfg, seed, mrpc_features, show_progress)
+        if task.protocol == "relatedness":
+            head = {"score": number(out["pearson"], 2), "pearson": out.pop("pearson"), "spearman": out.pop("spearman")}
+        else:
+            head = {"acc": number(out["acc"], 2), "devacc": number(out["devacc"], 2), "score": number(out["acc"], 2)}
+            head.update({"f1": out["f1"]} if "f1" in out else {})
         result["tasks"][task.name] = {
-            "acc": number(out["acc"], 2),
-            "devacc": number(out["devacc"], 2),
-            **({"f1": out["f1"]} if "f1" in out else {}),
+            **head,
             **{k: v for k, v in out.items() if k not in ("acc", "devacc", "f1")},
             "folder": str(task.folder),
         }
+    classified = [t for t in result["tasks"].values() if t["protocol"] != "relatedness"]
     result["average"] = {
-        "acc": number(mean_or_none([t["acc"] for t in result["tasks"].values()]), 2),
+        "acc": number(mean_or_none([t["acc"] for t in classified]), 2) if classified else None,
+        "score": number(mean_or_none([t["score"] for t in result["tasks"].values()]), 2),
         "tasks": len(result["tasks"]),
     }
     result["seconds"] = round(time.perf_counter() - started, 2)

@@ -1,7 +1,12 @@
-"""SentEval transfer-task data on local files (MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC), in SentEval's order.
+"""SentEval transfer-task data on local files, in SentEval's order: the seven classic tasks (MR, CR, SUBJ,
+MPQA, SST-2, TREC, MRPC) and five more (Stankevičius & Lukoševičius 2024): SST-5 (``SST/fine``,
+``label sentence`` lines, labels 0-4), SICK-E (``SICK_{train,trial,test_annotated}.txt``, column 5:
+CONTRADICTION 0, NEUTRAL 1, ENTAILMENT 2, as SentEval), SciCite (``scicite/`` beside ``senteval/``:
+JSONL ``string`` + ``label``, background 0, method 1, result 2) and STS-B-5 / SICK-R-5 (SentEval's
+STSBenchmark and SICKRelatedness tasks: the pair's gold score, classified into 5 soft classes).
 
 File names and encodings as SentEval's loaders; samples sorted by (token count, label) as SentEval sorts
-them, so the folds match its own.
+them, so the folds match its own (pairs by (tokens of A, tokens of B, label)).
 """
 
 from __future__ import annotations
@@ -13,27 +18,21 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import check_input
-from .common import resolve_data_root, task_folder
+from ..io import check_input, iter_jsonl
+from .common import find_data_folder, parse_names, resolve_data_root, task_folder
 
-TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")
-_ALIASES = {"mr": "MR", "cr": "CR", "subj": "SUBJ", "mpqa": "MPQA", "sst2": "SST-2", "trec": "TREC", "mrpc": "MRPC"}
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC")  # the default: SentEval's seven
+MORE_TASKS = ("SST-5", "SICK-E", "SciCite", "STS-B-5", "SICK-R-5")
+ALL_TRANSFER_TASKS = (*TRANSFER_TASKS, *MORE_TASKS)  # --tasks all
+RELATEDNESS_TASKS = ("STS-B-5", "SICK-R-5")
+_ALIASES = {name.lower().replace("-", ""): name for name in ALL_TRANSFER_TASKS}
+_ALIASES.update({"stsbenchmark5": "STS-B-5", "sickrelatedness5": "SICK-R-5", "sickentailment": "SICK-E"})
 
 
 def parse_transfer_tasks(tasks: str | Sequence[str] | None) -> list[str]:
-    """Task names from ``--tasks`` (comma-separated or a list); default: all seven."""
-    if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
-        return list(TRANSFER_TASKS)
-    items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
-    names = []
-    for item in items:
-        key = item.strip().lower().replace("-", "").replace("_", "")
-        if not key:
-            continue
-        if key not in _ALIASES:
-            raise DefsentError(f"unknown transfer task {item.strip()!r}; choose from {', '.join(TRANSFER_TASKS)}")
-        names.append(_ALIASES[key])
-    return list(dict.fromkeys(names))
+    """Task names from ``--tasks`` (comma-separated or a list, any case); default: the seven; ``all``:
+    all twelve."""
+    return parse_names(tasks, _ALIASES, TRANSFER_TASKS, "transfer task", {"all": ALL_TRANSFER_TASKS})
 
 
 @dataclass
@@ -45,7 +44,7 @@ class TransferTask:
     """
 
     name: str
-    protocol: str  # "inner-kfold" | "kfold" | "split"
+    protocol: str  # "inner-kfold" | "kfold" | "split" | "relatedness" (labels are float scores)
     nclasses: int
     parts: dict[str, tuple[list[str] | tuple[list[str], list[str]], np.ndarray]]
     folder: Path
@@ -124,6 +123,103 @@ def _load_sst(path: Path) -> tuple[list[str], np.ndarray]:
     return _sorted(samples, labels)
 
 
+def _load_sst_fine(path: Path) -> tuple[list[str], np.ndarray]:
+    """SentEval's fine-grained SST: ``label sentence`` (label 0-4, one space)."""
+    samples, labels = [], []
+    for number_, line in enumerate(_file_lines(_read(path, "utf-8")), start=1):
+        if not line.strip():
+            continue
+        label, _, sentence = line.strip().partition(" ")
+        if label not in ("0", "1", "2", "3", "4") or not sentence.strip():
+            raise DefsentError("expected 'LABEL sentence' with LABEL 0-4", path=path, line=number_)
+        samples.append(sentence.split())
+        labels.append(int(label))
+    return _sorted(samples, labels)
+
+
+_SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
+SICK_E_LABELS = {"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2}  # SentEval's label2id
+
+
+def _sorted_pairs(
+    rows: list[tuple[list[str], list[str], float]], dtype
+) -> tuple[tuple[list[str], list[str]], np.ndarray]:
+    """SentEval's pair order: sorted by (tokens of A, tokens of B, label), stable."""
+    rows.sort(key=lambda z: (len(z[0]), len(z[1]), z[2]))
+    return ([" ".join(r[0]) for r in rows], [" ".join(r[1]) for r in rows]), np.asarray(
+        [r[2] for r in rows], dtype=dtype
+    )
+
+
+def _score(text: str, path: Path, line: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise DefsentError(f"score {text.strip()!r} is not a number", path=path, line=line) from None
+    if not 0.0 <= value <= 5.0:
+        raise DefsentError(f"score {value:g} is outside 0-5", path=path, line=line)
+    return value
+
+
+def _load_sick(path: Path, entailment: bool):
+    """SICK: header, then pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment (TAB)."""
+    rows = []
+    for number_, line in enumerate(_file_lines(_read(path, "utf-8")), start=1):
+        if number_ == 1 or not line.strip():
+            continue
+        fields = line.strip().split("\t")
+        if len(fields) < 5:
+            raise DefsentError(
+                "expected 'pair_ID<TAB>sentence_A<TAB>sentence_B<TAB>relatedness_score<TAB>entailment_judgment'",
+                path=path,
+                line=number_,
+            )
+        if entailment:
+            if fields[4] not in SICK_E_LABELS:
+                raise DefsentError(
+                    f"entailment label {fields[4]!r} is not one of {', '.join(SICK_E_LABELS)}", path=path, line=number_
+                )
+            label = SICK_E_LABELS[fields[4]]
+        else:
+            label = _score(fields[3], path, number_)
+        rows.append((fields[1].split(), fields[2].split(), label))
+    return _sorted_pairs(rows, np.int64 if entailment else np.float64)
+
+
+def _load_stsb(path: Path):
+    """STS-B ``sts-<split>.csv``: genre, file, year, id, score, s1, s2 (TAB), no header."""
+    rows = []
+    for number_, line in enumerate(_file_lines(_read(path, "utf-8")), start=1):
+        if not line.strip():
+            continue
+        fields = line.strip().split("\t")
+        if len(fields) < 7:
+            raise DefsentError(f"expected 7 TAB-separated fields, got {len(fields)}", path=path, line=number_)
+        rows.append((fields[5].split(), fields[6].split(), _score(fields[4], path, number_)))
+    return _sorted_pairs(rows, np.float64)
+
+
+SCICITE_LABELS = {"background": 0, "method": 1, "result": 2}
+_SCICITE_FILES = {"train": ("train.jsonl", "train_reconstructed.jsonl"), "dev": ("dev.jsonl",), "test": ("test.jsonl",)}
+
+
+def _load_scicite(folder: Path, part: str) -> tuple[list[str], np.ndarray]:
+    """SciCite JSONL: ``string`` (the citation context) and ``label`` (background / method / result)."""
+    path = next((folder / n for n in _SCICITE_FILES[part] if (folder / n).exists()), folder / _SCICITE_FILES[part][0])
+    if not path.exists():
+        raise DefsentError(f"SciCite: {' or '.join(_SCICITE_FILES[part])} not found; check --data", path=folder)
+    samples, labels = [], []
+    for number_, row in iter_jsonl(path):
+        text, label = row.get("string"), row.get("label")
+        if not isinstance(text, str) or not text.strip():
+            raise DefsentError("expected a non-empty 'string' field", path=path, line=number_)
+        if label not in SCICITE_LABELS:
+            raise DefsentError(f"label {label!r} is not one of {', '.join(SCICITE_LABELS)}", path=path, line=number_)
+        samples.append(text.split())
+        labels.append(SCICITE_LABELS[label])
+    return _sorted(samples, labels)
+
+
 def _load_mrpc(path: Path) -> tuple[tuple[list[str], list[str]], np.ndarray]:
     rows = []
     for number_, line in enumerate(_file_lines(_read(path, "utf-8-sig")), start=1):
@@ -158,6 +254,23 @@ def load_transfer_task(data_root: str | Path | None, name: str) -> TransferTask:
         folder = task_folder(root, "SST/binary", name)
         parts = {part: _load_sst(folder / f"sentiment-{part}") for part in ("train", "dev", "test")}
         return TransferTask(name, "split", 2, parts, folder, root)
+    if name == "SST-5":
+        folder = task_folder(root, "SST/fine", name)
+        parts = {part: _load_sst_fine(folder / f"sentiment-{part}") for part in ("train", "dev", "test")}
+        return TransferTask(name, "split", 5, parts, folder, root)
+    if name in ("SICK-E", "SICK-R-5"):
+        folder = task_folder(root, "SICK", name)
+        entailment = name == "SICK-E"
+        parts = {part: _load_sick(folder / file, entailment) for part, file in _SICK_FILES.items()}
+        return TransferTask(name, "split" if entailment else "relatedness", 3 if entailment else 5, parts, folder, root)
+    if name == "STS-B-5":
+        folder = task_folder(root, "STS/STSBenchmark", name)
+        parts = {part: _load_stsb(folder / f"sts-{part}.csv") for part in ("train", "dev", "test")}
+        return TransferTask(name, "relatedness", 5, parts, folder, root)
+    if name == "SciCite":
+        folder = find_data_folder(data_root, "scicite", name)
+        parts = {part: _load_scicite(folder, part) for part in ("train", "dev", "test")}
+        return TransferTask(name, "split", 3, parts, folder, root)
     if name == "TREC":
         folder = task_folder(root, "TREC", name)
         parts = {"train": _load_trec(folder / "train_5500.label"), "test": _load_trec(folder / "TREC_10.label")}
@@ -185,5 +298,7 @@ def check_task(task: TransferTask) -> None:
     for part, (_, labels) in task.parts.items():
         if len(labels) == 0:
             raise DefsentError(f"{task.name}: the {part} part has no examples", path=task.folder)
-        if part != "test" and len(np.unique(labels)) < 2:
+        if part != "test" and task.protocol == "relatedness" and np.ptp(labels) == 0:
+            raise DefsentError(f"{task.name}: every {part} pair has the same score", path=task.folder)
+        if part != "test" and task.protocol != "relatedness" and len(np.unique(labels)) < 2:
             raise DefsentError(f"{task.name}: the {part} part has examples of one class only", path=task.folder)

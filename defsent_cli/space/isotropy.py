@@ -1,6 +1,16 @@
-"""Isotropy figures of an entry space: mean cosine of random pairs, share of variance in the top 1 / 10
-principal directions, the partition score I(W) of Mu & Viswanath (2018), and the mean |skewness| and
-excess kurtosis of the axes (ICA looks for non-Gaussian axes)."""
+"""Isotropy figures of an entry or sentence space: mean cosine of random pairs, share of variance in the
+top 1 / 10 principal directions, the partition score I(W) of Mu & Viswanath (2018), IsoScore (Rudman et
+al. 2022), the mean |skewness| and excess kurtosis of the axes (ICA looks for non-Gaussian axes); and
+alignment and uniformity (Wang & Isola 2020) of sentence pairs.
+
+IsoScore is written here rather than taken from the ``IsoScore`` package: it is five lines of linear
+algebra on the covariance spectrum this module already computes, the package's PCA step needs at least
+as many points as dimensions, and the package would be one more dependency for them. The steps are the
+package's (``IsoScore.IsoScore``): PCA-reorient, take the variance of each principal axis, scale that
+vector to norm sqrt(n), its distance from the all-ones vector divided by sqrt(2(n - sqrt n)) is the
+isotropy defect delta, and IsoScore = ((n - delta^2 (n - sqrt n))^2 - n) / (n (n - 1)), the fraction
+of the n dimensions used, in [0, 1] (1 = isotropic). The sample-or-population choice of variance
+cancels in the scaling."""
 
 from __future__ import annotations
 
@@ -15,9 +25,17 @@ FIGURES = {
     "top10_variance_share": "variance share, top 10 PCs",
     "isotropy_I": "I(W) (1 = isotropic)",
     "isotropy_I_unit": "I(W), unit-length rows",
+    "isoscore": "IsoScore (1 = isotropic)",
     "mean_abs_skewness": "mean |skewness| of axes",
     "mean_excess_kurtosis": "mean excess kurtosis of axes",
     "mean_norm": "mean L2 norm",
+}
+#: sentence spaces only (``defsent inspect --model``)
+PAIR_FIGURES = {
+    "alignment": "alignment (STS-B train, 5.0 pairs)",
+    "uniformity": "uniformity (STS-B train)",
+    "alignment_pairs": "pairs for alignment",
+    "uniformity_sentences": "sentences for uniformity",
 }
 
 
@@ -50,6 +68,50 @@ def partition_isotropy(vectors: np.ndarray) -> float:
     peak = proj.max(axis=0)
     log_z = peak + np.log(np.exp(proj - peak).sum(axis=0))
     return float(np.exp(log_z.min() - log_z.max()))
+
+
+def isoscore(vectors: np.ndarray) -> float:
+    """IsoScore (Rudman et al. 2022) of an (n_points, d) matrix: 1 = isotropic, 0 = one direction only
+    (see the module docstring). NaN when every dimension is constant."""
+    x = np.asarray(vectors, dtype=np.float64)
+    _, variances, _ = covariance_spectrum(x)  # the variances of the PCA-reoriented points
+    n = variances.shape[0]
+    if n < 2:
+        raise DefsentError("IsoScore needs at least 2 dimensions")
+    size = np.linalg.norm(variances)
+    if size == 0:
+        return float("nan")
+    normalized = variances * np.sqrt(n) / size
+    defect = np.linalg.norm(normalized - 1.0) / np.sqrt(2 * (n - np.sqrt(n)))
+    return float(((n - defect**2 * (n - np.sqrt(n))) ** 2 - n) / (n * (n - 1)))
+
+
+def alignment(a: np.ndarray, b: np.ndarray, alpha: float = 2.0) -> float:
+    """Wang & Isola (2020) alignment: mean ||f(x) - f(y)||^alpha over positive pairs (rows of ``a`` and
+    ``b``), on L2-normalised vectors (their definition lives on the unit sphere). Lower is better."""
+    a, b = l2_normalize(np.asarray(a, dtype=np.float64)), l2_normalize(np.asarray(b, dtype=np.float64))
+    if a.shape != b.shape or len(a) == 0:
+        raise DefsentError(f"alignment needs two equal, non-empty sets of vectors, got {a.shape} and {b.shape}")
+    return float((np.linalg.norm(a - b, axis=1) ** alpha).mean())
+
+
+def uniformity(vectors: np.ndarray, t: float = 2.0, block: int = 2048) -> float:
+    """Wang & Isola (2020) uniformity: log of the mean of exp(-t ||f(x) - f(y)||^2) over all distinct
+    pairs (i < j), on L2-normalised vectors, computed in blocks in log space. Lower is better."""
+    from scipy.special import logsumexp
+
+    x = l2_normalize(np.asarray(vectors, dtype=np.float64))
+    n = len(x)
+    if n < 2:
+        raise DefsentError("uniformity needs at least 2 vectors")
+    sq = (x**2).sum(axis=1)
+    parts = []
+    for start in range(0, n - 1, block):
+        rows = x[start : start + block]
+        d2 = np.maximum(sq[start : start + block, None] + sq[None, :] - 2 * rows @ x.T, 0.0)
+        i = np.arange(start, start + len(rows))[:, None]
+        parts.append(logsumexp(-t * d2[i < np.arange(n)[None, :]]))
+    return float(logsumexp(parts) - np.log(n * (n - 1) / 2))
 
 
 def axis_moments(vectors: np.ndarray) -> tuple[float, float]:
@@ -87,6 +149,7 @@ def space_figures(vectors: np.ndarray, pairs: int = 100_000, seed: int = 0) -> d
         "top10_variance_share": float(values[:10].sum() / total) if total > 0 else float("nan"),
         "isotropy_I": partition_isotropy(x),
         "isotropy_I_unit": partition_isotropy(l2_normalize(x)),
+        "isoscore": isoscore(x),
         "mean_abs_skewness": skew,
         "mean_excess_kurtosis": kurt,
         "mean_norm": float(norms.mean()),
