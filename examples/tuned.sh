@@ -17,6 +17,12 @@
 # with MERGE=1 the same for OUT/V/wise-S. The variant "author" is the DefSent+ author's recipe for tuned
 # encoders (one full epoch at lr 1e-6, the last checkpoint); it is run only when named or when its seeds
 # already exist (ln -s them into OUT/author/seed-S). Wall times go to OUT/times.tsv.
+#
+# The other objectives (docs/results.md section 6), run when named: "mlm" (plain + --mlm-weight 0.1),
+# "defsent" (DefSent's word prediction, --objective defsent --word-head embeddings, on LIMIT of the train
+# definitions of single-token entries; also scored over the vocabulary, OUT/V/seed-S-words.json, as the
+# base is then) and "tsdae" (defsent tsdae on TSDAE_LIMIT=20000 of the dictionary's definitions, mean
+# pooling, evaluated as OUT/tsdae/tsdae-S; then one plain DefSent+ step from it against the same bank).
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -176,6 +176,18 @@ def encoder(spec, model, device, runtime, precision, batch_size: int, max_length
     return spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
 
 
+# ---------------------------------------------------------------- training runs (train, tsdae)
+
+MaxSteps = Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps (smoke runs).")]
+Epochs = Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training data.")]
+SaveEvery = Annotated[int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")]
+LogEvery = Annotated[int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")]
+CheckpointOutput = Annotated[
+    Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)
+]
+
+
 # ---------------------------------------------------------------- pooling and the training-free toolbox
 
 Pooling = Annotated[

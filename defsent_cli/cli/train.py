@@ -50,7 +50,7 @@ def train_command(
         ),
     ],
     model: opt.Model,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)],
+    output: opt.CheckpointOutput,
     bank: Annotated[
         Path | None,
         typer.Option(
@@ -120,7 +120,7 @@ def train_command(
             "--batch-size", "-b", min=1, help=f"Definitions per step {_defaults('batch_size')}.", show_default=False
         ),
     ] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training definitions.")] = 1,
+    epochs: opt.Epochs = 1,
     warmup_ratio: Annotated[
         float | None,
         typer.Option(
@@ -153,20 +153,14 @@ def train_command(
     ] = 1.0,
     seed: opt.Seed = opt.SEED_DEFAULT,
     max_length: opt.MaxLength = None,
-    max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps (smoke runs).")
-    ] = None,
+    max_steps: opt.MaxSteps = None,
     limit: opt.Limit = None,
     batching: Annotated[
         Batching, typer.Option("--batching", help="bucket (length buckets, little padding) or random.")
     ] = Batching.bucket,
-    save_every: Annotated[
-        int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")
-    ] = 500,
-    log_every: Annotated[
-        int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")
-    ] = 20,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")] = False,
+    save_every: opt.SaveEvery = 500,
+    log_every: opt.LogEvery = 20,
+    resume: opt.Resume = False,
     bank_dtype: Annotated[
         BankDtype,
         typer.Option(

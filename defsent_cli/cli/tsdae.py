@@ -27,7 +27,7 @@ def tsdae_command(
         ),
     ],
     model: opt.Model,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)],
+    output: opt.CheckpointOutput,
     pooling: Annotated[
         TsdaePooling, typer.Option("--pooling", "-p", help="Pooling of the damaged sentence (paper: cls).")
     ] = TsdaePooling.cls,
@@ -36,18 +36,14 @@ def tsdae_command(
     ] = DELETION,
     lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Learning rate (constant).")] = 3e-5,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per step.")] = 8,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the sentences.")] = 1,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps.")] = None,
+    epochs: opt.Epochs = 1,
+    max_steps: opt.MaxSteps = None,
     limit: opt.Limit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     max_length: opt.MaxLength = None,
-    save_every: Annotated[
-        int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")
-    ] = 500,
-    log_every: Annotated[
-        int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")
-    ] = 20,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")] = False,
+    save_every: opt.SaveEvery = 500,
+    log_every: opt.LogEvery = 20,
+    resume: opt.Resume = False,
     device: opt.Device = "auto",
     show_progress: opt.Progress = None,
     force: opt.Force = False,

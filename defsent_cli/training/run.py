@@ -21,8 +21,10 @@ from .state import STATE_FILE, load_state
 from .trainer import Trainer
 
 
-def _work_dir(output: Path, resume: bool, force: bool) -> Path:
-    """``OUTPUT.partial/``: refuse to drop a resumable state unless --force, say --resume."""
+def _work_dir(output: Path, resume: bool, force: bool) -> tuple[Path, Path]:
+    """(the checked output folder, ``OUTPUT.partial/``): refuse to drop a resumable state unless --force,
+    say --resume (checked before anything loads)."""
+    output = check_output(Path(output), force, kind="folder")
     work_dir = output.with_name(output.name + ".partial")
     state = work_dir / STATE_FILE
     if (work_dir / "state.pt").exists() and not force:
@@ -36,7 +38,7 @@ def _work_dir(output: Path, resume: bool, force: bool) -> Path:
             "holds a resumable training state; pass --resume to continue that run or --force to start over",
             path=work_dir,
         )
-    return work_dir
+    return output, work_dir
 
 
 def train(
@@ -59,8 +61,7 @@ def train(
     """
     if config.objective == "defsent" and bank is not None:
         raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
-    output = check_output(Path(output), force, kind="folder")
-    work_dir = _work_dir(output, resume, force)
+    output, work_dir = _work_dir(output, resume, force)
     criterion = Criterion(config.eval_on, data, dictionary, bank) if config.eval_every else None
     if criterion is not None:
         criterion.prepare()  # missing evaluation data fails before the model loads
@@ -83,8 +84,7 @@ def tsdae(
     """TSDAE on ``sentences`` (a text file, one per line, or a dictionary's definitions); writes the encoder."""
     from .tsdae import TsdaeTrainer
 
-    output = check_output(Path(output), force, kind="folder")
-    work_dir = _work_dir(output, resume, force)
+    output, work_dir = _work_dir(output, resume, force)
     trainer = TsdaeTrainer(sentences, base_model, config, deletion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
