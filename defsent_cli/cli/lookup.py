@@ -46,12 +46,17 @@ CandidateBank = Annotated[
 ]
 
 
+def check_candidates(bank: Path | None, word_head) -> None:
+    """Before the model loads: one way of choosing the candidates."""
+    if bank is not None and word_head is not None:
+        raise DefsentError("--bank and --word-head choose the candidates two ways; pass one of them")
+
+
 def candidates(
     loaded, bank: Path | None, word_head, pooling, dictionary: Path | None = None
 ) -> tuple[QueryEncoder, Bank]:
     """(query encoder, candidates): the entries of ``bank``, or the vocabulary through a word head."""
-    if bank is not None and word_head is not None:
-        raise DefsentError("--bank and --word-head choose the candidates two ways; pass one of them")
+    check_candidates(bank, word_head)
     if bank is None:
         if word_head is None and not trained_word_objective(loaded):
             raise DefsentError(
@@ -95,6 +100,7 @@ def lookup_command(
         queries = read_texts(["-"], skip_blank=True)
         if not queries:
             raise DefsentError("no query on stdin (only blank lines or nothing)")
+    check_candidates(bank, word_head)
     encoder, entries = candidates(opt.load(model, device, runtime, precision), bank, word_head, pooling)
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)

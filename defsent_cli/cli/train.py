@@ -149,8 +149,14 @@ def train_command(
         ),
     ] = None,
     max_grad_norm: Annotated[
-        float, typer.Option("--max-grad-norm", callback=opt.POSITIVE, help="Gradient clipping norm.")
-    ] = 1.0,
+        float | None,
+        typer.Option(
+            "--max-grad-norm",
+            callback=opt.NON_NEGATIVE,
+            help=f"Gradient clipping norm, 0 = none {_defaults('max_grad_norm')}.",
+            show_default=False,
+        ),
+    ] = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     max_length: opt.MaxLength = None,
     max_steps: opt.MaxSteps = None,
@@ -234,7 +240,8 @@ def train_command(
       defsent train dict.jsonl --objective defsent -m bert-base/ -o defsent-1/
       defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o mlm/
 
-    --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant).
+    --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant,
+    no clipping).
     Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.
     """
     objective_name = opt.value(objective)
@@ -256,7 +263,7 @@ def train_command(
         warmup_ratio=defaults["warmup_ratio"] if warmup_ratio is None else warmup_ratio,
         weight_decay=weight_decay,
         adam_eps=defaults["adam_eps"] if adam_eps is None else adam_eps,
-        max_grad_norm=max_grad_norm,
+        max_grad_norm=defaults["max_grad_norm"] if max_grad_norm is None else max_grad_norm,
         seed=seed,
         max_length=max_length,
         max_steps=max_steps,

@@ -10,11 +10,12 @@ import typer
 from ..console import say
 from ..training.config import TrainConfig
 from ..training.run import tsdae
-from ..training.tsdae import DELETION, TSDAE_POOLINGS
+from ..training.tsdae import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS
 from . import options as opt
 from .boundary import guard
 
 TsdaePooling = opt.choices("TsdaePooling", TSDAE_POOLINGS)
+SentenceSplit = opt.choices("SentenceSplit", DICTIONARY_SPLITS)
 
 
 def tsdae_command(
@@ -31,6 +32,10 @@ def tsdae_command(
     pooling: Annotated[
         TsdaePooling, typer.Option("--pooling", "-p", help="Pooling of the damaged sentence (paper: cls).")
     ] = TsdaePooling.cls,
+    split: Annotated[
+        SentenceSplit,
+        typer.Option("--split", help="A dictionary's definitions of this split (train keeps dev/test unseen), or all."),
+    ] = SentenceSplit.train,
     deletion: Annotated[
         float, typer.Option("--deletion", callback=opt.FRACTION, help="Share of words deleted from each sentence.")
     ] = DELETION,
@@ -75,7 +80,17 @@ def tsdae_command(
         log_every=log_every,
         device=device,
     )
-    info = tsdae(sentences, model, output, config, deletion, resume=resume, force=force, show_progress=show_progress)
+    info = tsdae(
+        sentences,
+        model,
+        output,
+        config,
+        deletion,
+        opt.value(split),
+        resume=resume,
+        force=force,
+        show_progress=show_progress,
+    )
     say(
         f"wrote {output}: {info['steps']} steps on {info['training_sentences']:,} sentences, final loss {info['final_loss']}"
     )

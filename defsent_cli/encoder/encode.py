@@ -24,6 +24,7 @@ from ..space.linalg import l2_normalize
 from .models import LoadedModel
 from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
 from .tokenize import length_batches, pad_batch, tokenize
+from .tokenize import pad_id as padding_id
 
 
 def model_outputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling) -> PoolingInput:
@@ -134,7 +135,7 @@ def encode_ids(
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
     tokenizer, model = loaded.tokenizer, forward_pass(loaded, pooling)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    pad_id = padding_id(tokenizer)
     out = np.empty((len(id_lists), dim or loaded.dim), dtype=np.float32)
 
     def run(index: np.ndarray) -> None:

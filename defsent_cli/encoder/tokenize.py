@@ -54,6 +54,11 @@ def tokenize(texts: Sequence[str], tokenizer, pooling: Pooling, max_length: int)
     return [list(ids) for ids in enc["input_ids"]]
 
 
+def pad_id(tokenizer) -> int:
+    """The tokenizer's padding id (0 when it has none: padded positions are masked out anyway)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+
 def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad to the longest item: (input_ids, attention_mask)."""
     longest = max(len(ids) for ids in id_lists)

@@ -144,6 +144,12 @@ def load_word_head(loaded, kind: str) -> WordHead:
     check_word_head(kind)
     if kind == "embeddings":
         matrix = loaded.model.get_input_embeddings().weight.detach().clone().float()
+        if matrix.shape[1] != loaded.dim:
+            raise DefsentError(
+                f"this model's input embeddings have {matrix.shape[1]} dims and its hidden states {loaded.dim}: "
+                "u . E^T needs them equal; use --word-head mlm",
+                path=loaded.path,
+            )
         head = WordHead("embeddings", _freeze(WordTransform(None, False)), matrix.contiguous())
     else:
         head = _mlm_word_head(loaded.transformer_dir or loaded.path)

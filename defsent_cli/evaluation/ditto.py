@@ -17,6 +17,7 @@ from ..encoder.encode import prepare_pooling
 from ..encoder.models import LoadedModel
 from ..encoder.pooling import build_pooling
 from ..encoder.tokenize import length_batches, pad_batch, tokenize
+from ..encoder.tokenize import pad_id as padding_id
 from .correlations import correlations, cosine_pairs
 from .sts_data import STSTask, task_sentences
 
@@ -38,7 +39,7 @@ def all_head_vectors(
     config = loaded.model.config
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     out = np.zeros((n_layers, n_heads, len(texts), loaded.dim), dtype=np.float32)
-    pad_id = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    pad_id = padding_id(loaded.tokenizer)
     with make_progress("sentences", show_progress) as progress, torch.inference_mode():
         task = progress.add_task("all heads", total=len(texts))
         for index in length_batches([len(x) for x in ids], batch_size):

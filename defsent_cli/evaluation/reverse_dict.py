@@ -30,7 +30,7 @@ from ..encoder.tokenize import tokenize
 from ..encoder.word_head import WordHead, WordTransform, load_word_head, read_word_head
 from ..errors import DefsentError
 from ..formats.bank import Bank, check_bank_matches, read_bank
-from ..formats.dictionary import split_definitions
+from ..formats.dictionary import seeded_sample, split_definitions
 
 TOP_K = (1, 3, 10)
 
@@ -92,13 +92,14 @@ def word_query_encoder(
 ) -> tuple[QueryEncoder, Bank]:
     """(query encoder, vocabulary bank) of a model ranking the vocabulary: a ``--objective defsent`` checkpoint
     with its stored word head and training pooling, or any model with ``word_head`` (mlm | embeddings; pooling
-    default cls, DefSent's choice for BERT-base)."""
+    default: a defsent checkpoint's own, else cls, DefSent's choice for BERT-base)."""
     if trained_word_objective(loaded) and word_head is None:
         head = read_word_head(loaded.path, loaded.model)
         name = pooling or loaded.info.get("train_pooling", "cls")
     else:
         head = load_word_head(loaded, word_head or "mlm")
-        name = pooling or "cls"
+        own = loaded.info.get("train_pooling") or loaded.info.get("pooling") if loaded.source == "defsent" else None
+        name = pooling or own or "cls"
     head = head.to(loaded.device)
     encoder = QueryEncoder(loaded, get_pooling(name), head.transform, dim=int(head.matrix.shape[1]))
     return encoder, vocabulary_bank(loaded, head)
@@ -142,6 +143,8 @@ def rank_metrics(ranks: np.ndarray) -> dict:
     if ranks.size == 0:
         raise DefsentError("no definitions to evaluate")
     out = {"n": int(ranks.size), "mrr": float(np.mean(1.0 / ranks))}
+    # DefSent's get_mrr (experiments/src/evaluation/def2word.py) counts only hits in the top 10: MRR@10
+    out["mrr10"] = float(np.mean(np.where(ranks <= 10, 1.0 / ranks, 0.0)))
     for k in TOP_K:
         out[f"top{k}"] = float(np.mean(ranks <= k))
     out["median_rank"] = float(np.median(ranks))
@@ -168,8 +171,8 @@ def evaluate(
     else:
         texts, rows, _ = split_definitions(Path(dictionary), bank.splits, split)
     gold = np.asarray(rows, dtype=np.int64)
-    if limit and limit < len(texts):
-        keep = np.sort(np.random.default_rng(seed).permutation(len(texts))[:limit])
+    keep = seeded_sample(len(texts), limit, seed)
+    if keep is not None:
         texts, gold = [texts[i] for i in keep], gold[keep]
     with make_progress("defs", show_progress) as progress:
         task = progress.add_task(f"reverse dictionary ({split})", total=len(texts))

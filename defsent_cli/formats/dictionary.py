@@ -14,6 +14,8 @@ from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import DefsentError
 from ..io import iter_jsonl, write_jsonl
 
@@ -99,6 +101,14 @@ def read_dictionary(path: str | Path, encoding: str = "utf-8") -> list[Entry]:
 def write_dictionary(path: str | Path, entries: Iterable[Entry]) -> int:
     """Atomically write the dictionary JSONL; returns the number of entries."""
     return write_jsonl(path, (e.to_dict() for e in entries))
+
+
+def seeded_sample(n: int, limit: int | None, seed: int) -> np.ndarray | None:
+    """Sorted indices of a seeded sample of ``limit`` of ``n`` items (``train``/``tsdae``/``eval-dict --limit``);
+    None when the limit keeps everything."""
+    if not limit or limit >= n:
+        return None
+    return np.sort(np.random.default_rng(seed).permutation(n)[:limit])
 
 
 def check_splits(splits: Iterable[str]) -> list[str]:

@@ -24,13 +24,28 @@ SCHEDULES = ("linear", "constant")
 OBJECTIVES = ("defsent-plus", "defsent")
 #: What each objective's reference uses where the command line is silent (cli/train.py fills these in).
 #: DefSent (experiments/configs: config.yaml, optimizer/adam.yaml, scheduler/warmup.yaml, src/lr_scheduler.py):
-#: batch 16, Adam (eps 1e-8, no weight decay: the same update as AdamW with weight decay 0), lr 1e-5, a linear
+#: batch 16, Adam (eps 1e-8, no weight decay: the same update as AdamW with weight decay 0), no gradient clipping
+#: (configs/trainer/default.yaml: gradient_clip_val 0.0), lr 1e-5, a linear
 #: warm-up over 10% of the steps and then a CONSTANT rate (LRPolycy returns 1.0 after the warm-up; the paper says
 #: only "linear warm-up"; --schedule linear decays to 0 instead). DefSent+ (TrainEncoder.py): batch 32, AdamW eps
-#: 1e-6, lr 2e-5 (our default; the paper tunes it), no warm-up, linear decay.
+#: 1e-6, clipping at 1.0, lr 2e-5 (our default; the paper tunes it), no warm-up, linear decay.
 OBJECTIVE_DEFAULTS = {
-    "defsent-plus": {"lr": 2e-5, "batch_size": 32, "warmup_ratio": 0.0, "adam_eps": 1e-6, "schedule": "linear"},
-    "defsent": {"lr": 1e-5, "batch_size": 16, "warmup_ratio": 0.1, "adam_eps": 1e-8, "schedule": "constant"},
+    "defsent-plus": {
+        "lr": 2e-5,
+        "batch_size": 32,
+        "warmup_ratio": 0.0,
+        "adam_eps": 1e-6,
+        "schedule": "linear",
+        "max_grad_norm": 1.0,
+    },
+    "defsent": {
+        "lr": 1e-5,
+        "batch_size": 16,
+        "warmup_ratio": 0.1,
+        "adam_eps": 1e-8,
+        "schedule": "constant",
+        "max_grad_norm": 0.0,
+    },
 }
 DEFAULT_SEED = 42
 MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
@@ -115,8 +130,9 @@ class TrainConfig:
             raise DefsentError(f"--batching must be bucket or random, not {self.batching!r}")
         if self.bank_dtype not in BANK_DTYPES:
             raise DefsentError(f"--bank-dtype must be float32 or float16, not {self.bank_dtype!r}")
-        for name in ("lr", "head_lr", "adam_eps", "max_grad_norm"):
+        for name in ("lr", "head_lr", "adam_eps"):
             check_positive(getattr(self, name), f"--{name.replace('_', '-')}")
+        check_positive(self.max_grad_norm, "--max-grad-norm", allow_zero=True)
         check_positive(self.weight_decay, "--weight-decay", allow_zero=True)
         if not (math.isfinite(self.warmup_ratio) and 0 <= self.warmup_ratio < 1):
             raise DefsentError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")

@@ -12,7 +12,7 @@ import numpy as np
 from ..dictionary.build import word_targets
 from ..encoder.pooling import Pooling
 from ..encoder.tokenize import tokenize
-from ..formats.dictionary import split_definitions
+from ..formats.dictionary import seeded_sample, split_definitions
 from ..log import note
 from .config import TrainConfig
 
@@ -33,8 +33,8 @@ class TrainingData:
 
 def _sampled(texts: list[str], labels: np.ndarray, config: TrainConfig) -> tuple[list[str], np.ndarray]:
     """A seeded sample of ``config.limit`` definitions (all of them without a limit)."""
-    if config.limit and config.limit < len(texts):
-        keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.limit])
+    keep = seeded_sample(len(texts), config.limit, config.seed)
+    if keep is not None:
         texts, labels = [texts[i] for i in keep], labels[keep]
     return texts, labels
 

@@ -77,6 +77,7 @@ def tsdae(
     output: Path,
     config: TrainConfig,
     deletion: float,
+    split: str = "train",
     resume: bool = False,
     force: bool = False,
     show_progress: bool | None = None,
@@ -85,7 +86,7 @@ def tsdae(
     from .tsdae import TsdaeTrainer
 
     output, work_dir = _work_dir(output, resume, force)
-    trainer = TsdaeTrainer(sentences, base_model, config, deletion)
+    trainer = TsdaeTrainer(sentences, base_model, config, deletion, split)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 

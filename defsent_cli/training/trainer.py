@@ -36,6 +36,7 @@ from ..encoder.head import PoolerHead, setup_pooler
 from ..encoder.models import load_model
 from ..encoder.pooling import PoolingInput, get_pooling
 from ..encoder.tokenize import pad_batch
+from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
 from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
@@ -223,17 +224,18 @@ class Trainer:
         """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row
         (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM."""
         config = self.config
-        pad_id = self.loaded.tokenizer.pad_token_id or 0
+        pad_id = padding_id(self.loaded.tokenizer)
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
         head_only = self.step < config.head_warmup_steps
         masked_ids = mlm_labels = None
-        if self.mlm is not None:  # the auxiliary MLM loss: a second pass on a masked copy of the batch
-            masked_ids, mlm_labels = self.mlm.mask(input_ids, attention_mask)
+        mlm = self.mlm if not head_only else None  # a head warm-up trains the head alone: no MLM pass
+        if mlm is not None:  # the auxiliary MLM loss: a second pass on a masked copy of the batch
+            masked_ids, mlm_labels = mlm.mask(input_ids, attention_mask)
             masked_ids = masked_ids.to(self.device)
         out = self.net(
             input_ids.to(self.device), attention_mask.to(self.device), head_only=head_only, masked_ids=masked_ids
         )
-        reps, masked_states = out if self.mlm is not None else (out, None)
+        reps, masked_states = out if mlm is not None else (out, None)
         if config.logits == "cosine":
             reps = torch.nn.functional.normalize(reps, dim=1)
         if config.logit_scale != 1.0:
@@ -242,8 +244,8 @@ class Trainer:
         loss = bank_cross_entropy(
             reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
         )
-        if self.mlm is not None:
-            loss = loss + config.mlm_weight * self.mlm.loss(masked_states, mlm_labels.to(self.device))
+        if mlm is not None:
+            loss = loss + config.mlm_weight * mlm.loss(masked_states, mlm_labels.to(self.device))
         return loss
 
     def train_mode(self) -> None:
@@ -296,7 +298,8 @@ class Trainer:
             loss = self.loss_on(local)
             (loss * (weight * self.world)).backward()
             value = distributed.all_reduce_sum(float(loss.detach()) * weight if weight else 0.0)
-        torch.nn.utils.clip_grad_norm_(self.clipped(), self.config.max_grad_norm)
+        if self.config.max_grad_norm:  # 0: no clipping (DefSent)
+            torch.nn.utils.clip_grad_norm_(self.clipped(), self.config.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)

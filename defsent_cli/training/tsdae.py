@@ -31,9 +31,10 @@ import torch
 
 from .. import __version__
 from ..encoder.pooling import get_pooling
-from ..encoder.tokenize import pad_batch, tokenize
+from ..encoder.tokenize import pad_batch, pad_id, tokenize
 from ..errors import DefsentError
 from ..formats.checkpoint import CHECKPOINT_FORMAT
+from ..formats.dictionary import SPLITS, seeded_sample
 from .config import TrainConfig
 from .data import Schedule, TrainingData
 from .trainer import Trainer, linear_schedule
@@ -54,14 +55,20 @@ def delete_words(text: str, ratio: float, rng: np.random.Generator) -> str:
     return " ".join(word for word, kept in zip(words, keep, strict=True) if kept)
 
 
-def read_sentences(path: Path) -> list[str]:
-    """One sentence per line of a text file, or every definition of a dictionary JSONL (``.jsonl``)."""
+DICTIONARY_SPLITS = (*SPLITS, "all")
+
+
+def read_sentences(path: Path, split: str = "train") -> list[str]:
+    """One sentence per line of a text file, or the definitions of a dictionary JSONL (``.jsonl``) of one split
+    (default train, so that held-out definitions stay unseen; ``all``: every split)."""
     from ..formats.dictionary import iter_entries
     from ..io import check_input, read_texts
 
     path = check_input(path)
+    if split not in DICTIONARY_SPLITS:
+        raise DefsentError(f"--split must be one of {', '.join(DICTIONARY_SPLITS)}, not {split!r}")
     if path.suffix.lower() == ".jsonl":
-        texts = [d for entry in iter_entries(path) for d in entry.definitions]
+        texts = [d for entry in iter_entries(path) if split in ("all", entry.split) for d in entry.definitions]
     else:
         texts = read_texts([path], skip_blank=True)
     if not texts:
@@ -86,7 +93,9 @@ def sentence_transformer(transformer_dir: Path, pooling: str, device):
 class TsdaeTrainer(Trainer):
     """The denoising auto-encoder run: the :class:`Trainer` loop and state, another model and loss."""
 
-    def __init__(self, sentences: Path, base_model: Path, config: TrainConfig, deletion: float = DELETION):
+    def __init__(
+        self, sentences: Path, base_model: Path, config: TrainConfig, deletion: float = DELETION, split: str = "train"
+    ):
         from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
 
         from .. import distributed
@@ -97,11 +106,11 @@ class TsdaeTrainer(Trainer):
             raise DefsentError(f"tsdae pools with cls or mean, not {config.pooling!r}")
         if not 0 <= deletion < 1:
             raise DefsentError(f"--deletion must be in [0, 1), got {deletion}")
-        self.deletion = deletion
+        self.deletion, self.split = deletion, split
         self.dictionary, self.base_model, self.bank_path = Path(sentences), Path(base_model), None
-        texts = read_sentences(self.dictionary)
-        if config.limit and config.limit < len(texts):
-            keep = np.sort(np.random.default_rng(config.seed).permutation(len(texts))[: config.limit])
+        texts = read_sentences(self.dictionary, split)
+        keep = seeded_sample(len(texts), config.limit, config.seed)
+        if keep is not None:
             texts = [texts[i] for i in keep]
         self.rank, self.world = distributed.rank(), distributed.world()
         if self.world > 1:
@@ -156,9 +165,13 @@ class TsdaeTrainer(Trainer):
         return {k: v for k, v in self.loss_model.decoder.state_dict().items() if v.data_ptr() not in shared}
 
     def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        return {}, {f"decoder.{k}": v for k, v in self._decoder_only().items()}
+        settings = {"deletion": self.deletion, "split": self.split}
+        return settings, {f"decoder.{k}": v for k, v in self._decoder_only().items()}
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
+        differ = [f"--{k}" for k, v in (("deletion", self.deletion), ("split", self.split)) if extra.get(k, v) != v]
+        if differ:
+            raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})")
         decoder = {k.removeprefix("decoder."): v for k, v in tensors.items() if k.startswith("decoder.")}
         self.loss_model.decoder.load_state_dict(decoder, strict=False)
 
@@ -170,9 +183,9 @@ class TsdaeTrainer(Trainer):
         rng = np.random.default_rng([self.config.seed, self.step])
         damaged = [delete_words(self.data.texts[i], self.deletion, rng) for i in index]
         tokenizer = self.loaded.tokenizer
-        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        source = pad_batch(tokenize(damaged, tokenizer, self.pool, self.max_length), pad_id)
-        target = pad_batch([self.data.token_ids[i] for i in index], pad_id)
+        padding = pad_id(tokenizer)
+        source = pad_batch(tokenize(damaged, tokenizer, self.pool, self.max_length), padding)
+        target = pad_batch([self.data.token_ids[i] for i in index], padding)
         features = [
             {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)} for ids, mask in (source, target)
         ]
@@ -190,6 +203,7 @@ class TsdaeTrainer(Trainer):
             "sentences": str(self.dictionary.resolve()),
             "training_sentences": len(self.data),
             "deletion": self.deletion,
+            "split": self.split if self.dictionary.suffix.lower() == ".jsonl" else None,
             "config": asdict(config),
             "steps": self.step,
             "max_length": self.max_length,
