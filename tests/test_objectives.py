@@ -124,7 +124,6 @@ def test_defsent_objective_learns_with_the_frozen_parts_frozen(family, cli, tiny
     assert frozen and all(torch.equal(before[k], after[k]) for k in frozen)  # DefSent freezes the embeddings
     assert any(not torch.equal(before[k], after[k]) for k in trained)
     from safetensors.torch import load_file
-
     from transformers import AutoModelForMaskedLM
 
     stored = load_file(str(out / "word_head.safetensors"))
