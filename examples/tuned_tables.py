@@ -39,7 +39,10 @@ def scores(out: Path, name: str) -> dict | None:
         row["MRR"] = dic["mrr"]
     words = load(out / f"{name}-words.json")  # DefSent's word prediction over the vocabulary (variant defsent)
     if words is not None:
-        row["word MRR"], row["word top-1"], row["word top-10"] = words["mrr"], words["top1"], words["top10"]
+        # DefSent's MRR counts only hits in the top 10 (mrr10); older files have only the full-rank mrr
+        if "mrr10" in words:
+            row["word MRR@10"] = words["mrr10"]
+        row["word top-1"], row["word top-10"] = words["top1"], words["top10"]
     return row
 
 
@@ -103,8 +106,8 @@ def main() -> None:
         return
     columns = [*TASKS, "Avg.", "STS-B dev", "SICK-R trial", "dev", "MRR"]
     if args.words:
-        columns += ["word MRR", "word top-1", "word top-10"]
-    digits = {"MRR": 3, "word MRR": 3, "word top-1": 3, "word top-10": 3}
+        columns += ["word MRR@10", "word top-1", "word top-10"]
+    digits = {"MRR": 3, "word MRR@10": 3, "word top-1": 3, "word top-10": 3}
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))
     base = scores(out, "base/base")
