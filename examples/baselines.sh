@@ -36,6 +36,9 @@ row mean-whiten --pooling mean --post whiten
 row mean-abtt2 --pooling mean --post abtt:2
 row mean-quantile --pooling mean --post quantile
 row mean-zscore --pooling mean --post zscore
+row t4-idf --pooling prompt-avg --template T4 --weighting idf
+row t4-idf-whiten --pooling prompt-avg --template T4 --weighting idf --post whiten
+row t4-idf-quantile --pooling prompt-avg --template T4 --weighting idf --post quantile
 python - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
@@ -47,7 +50,8 @@ for line in (out / "times.tsv").read_text().splitlines():
 tasks = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
 lines = ["| row | " + " | ".join(tasks) + " | Avg. | wall s | command |", "|---" * (len(tasks) + 4) + "|"]
 order = ["cls", "mean", "max", "first-last", "first-last-1", "prompt", "prompt-avg-T4", "ditto", "mean-idf",
-         "mean-biases", "mean-whiten", "mean-abtt2", "mean-quantile", "mean-zscore"]
+         "mean-biases", "mean-whiten", "mean-abtt2", "mean-quantile", "mean-zscore", "t4-idf", "t4-idf-whiten",
+         "t4-idf-quantile"]
 for name in sorted(times, key=lambda n: order.index(n) if n in order else len(order)):
     seconds, command = times[name]
     result = json.loads((out / f"{name}.json").read_text())
