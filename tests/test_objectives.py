@@ -16,7 +16,7 @@ import torch
 
 from defsent_cli.dictionary.build import single_token_ids
 from defsent_cli.encoder.models import load_model
-from defsent_cli.encoder.word_head import load_word_head
+from defsent_cli.encoder.word_head import load_word_head, read_word_head
 from defsent_cli.training.mlm import MaskedLM
 from defsent_cli.training.trainer import linear_factor
 from defsent_cli.training.tsdae import delete_words
@@ -130,6 +130,27 @@ def test_defsent_objective_learns_with_the_frozen_parts_frozen(family, cli, tiny
     decoder = AutoModelForMaskedLM.from_pretrained(folder).get_output_embeddings()
     pretrained = torch.cat([decoder.weight, decoder.bias.unsqueeze(1)], dim=1)
     assert torch.equal(stored["matrix"], pretrained)  # the stored head is the pretrained decoder [E | b]
+
+
+def test_stored_word_head_reads_back_as_the_pretrained_head(cli, tiny_bert, tmp_path):
+    from transformers import AutoModel, AutoModelForMaskedLM
+
+    dictionary = _word_dict(tmp_path / "d.jsonl", tiny_bert)
+    out = tmp_path / "out"
+    result = cli("train", dictionary, "--objective", "defsent", "-m", tiny_bert, "--max-steps", "1", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    model = AutoModel.from_pretrained(out)
+    rng = torch.get_rng_state()
+    head = read_word_head(out, model)
+    assert torch.equal(torch.get_rng_state(), rng)  # the transform is rebuilt without drawing random weights
+    pooled = torch.randn(5, model.config.hidden_size)
+    mlm = AutoModelForMaskedLM.from_pretrained(tiny_bert).eval()
+    with torch.no_grad():
+        assert torch.allclose(head.logits(pooled), mlm.cls(pooled), atol=1e-5)  # frozen: still the pretrained head
+    (out / "word_head.safetensors").write_bytes(b"not safetensors")
+    result = cli("eval-dict", dictionary, "-m", out, "--split", "train", "-o", tmp_path / "r.json")
+    assert result.exit_code == 2 and "cannot read the checkpoint's word head" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.json").exists()
 
 
 def test_defsent_objective_and_build_dict_single_token_agree(cli, tiny_bert, tmp_path):

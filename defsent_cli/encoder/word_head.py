@@ -23,7 +23,6 @@ A trained checkpoint stores it in ``word_head.safetensors`` (docs/formats.md) so
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import torch
 from torch import nn
 
 from ..errors import DefsentError
+from ..formats.tensors import read_tensors, write_tensors
 
 WORD_HEADS = ("mlm", "embeddings")
 WORD_HEAD_FILE = "word_head.safetensors"
@@ -158,39 +158,33 @@ def load_word_head(loaded, kind: str) -> WordHead:
 
 def save_word_head(path: Path, head: WordHead) -> None:
     """Write the head to ``path`` (safetensors: ``matrix`` and ``transform.*``; the kind in the metadata)."""
-    from safetensors.torch import save_file
-
     tensors = {"matrix": head.matrix.detach().cpu().contiguous()}
     if head.transform.transform is not None:
         for key, value in head.transform.transform.state_dict().items():
             tensors[f"transform.{key}"] = value.detach().cpu().contiguous()
     meta = {"kind": head.kind, "with_bias": head.transform.with_bias}
-    save_file(tensors, str(path), metadata={"defsent": json.dumps(meta)})
+    write_tensors(path, tensors, meta)
 
 
 def read_word_head(folder: Path, model) -> WordHead:
     """The head a trained checkpoint stored (``model``: its AutoModel, whose config rebuilds the transform)."""
-    from safetensors import safe_open
-
     path = Path(folder) / WORD_HEAD_FILE
-    try:
-        with safe_open(str(path), framework="pt", device="cpu") as fh:
-            meta = json.loads((fh.metadata() or {}).get("defsent", "null"))
-            tensors = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 - safe_open has no items()
-    except Exception as exc:  # noqa: BLE001 - a missing or damaged file of any kind is one line
-        raise DefsentError(f"cannot read the checkpoint's word head ({type(exc).__name__})", path=path) from None
+    tensors, meta = read_tensors(path, "the checkpoint's word head")
     if not isinstance(meta, dict) or meta.get("kind") not in WORD_HEADS or "matrix" not in tensors:
         raise DefsentError("not a defsent word head file", path=path)
     transform = None
     if meta["kind"] == "mlm":
         from transformers import AutoModelForMaskedLM
 
-        shell = AutoModelForMaskedLM.from_config(model.config)
+        with torch.device("meta"):  # the architecture only: no weights allocated, no draw on the global RNG
+            shell = AutoModelForMaskedLM.from_config(model.config)
         transform, _ = _split_mlm_head(shell)
         state = {k.removeprefix("transform."): v for k, v in tensors.items() if k.startswith("transform.")}
         try:
-            transform.load_state_dict(state)
+            transform.load_state_dict(state, assign=True)  # the stored tensors replace the meta ones
         except RuntimeError:
             raise DefsentError("the word head does not fit this model's architecture", path=path) from None
+        if any(t.is_meta for t in (*transform.parameters(), *transform.buffers())):
+            raise DefsentError("the word head does not fit this model's architecture", path=path)
     head = WordHead(meta["kind"], _freeze(WordTransform(transform, bool(meta.get("with_bias")))), tensors["matrix"])
     return head

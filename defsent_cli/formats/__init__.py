@@ -5,5 +5,6 @@
 - :mod:`.checkpoint`: the checkpoint folder (Hugging Face model + ``defsent.json`` + model card);
 - :mod:`.vectors`: encoded vectors (.npy, .h5, .jsonl) and any (n, d) matrix to inspect;
 - :mod:`.post`: a fitted post-processing chain (HDF5);
-- :mod:`.results`: the head every results JSON shares.
+- :mod:`.results`: the head every results JSON shares;
+- :mod:`.tensors`: a safetensors file with a JSON document in its metadata (training state, word head).
 """

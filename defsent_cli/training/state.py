@@ -9,7 +9,6 @@ crafted state file cannot execute anything on ``--resume``.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch
 
 from .. import distributed
 from ..errors import DefsentError
-from ..io import atomic_path
+from ..formats.tensors import read_tensors, write_tensors
 from ..log import warn
 from .config import TrainConfig
 
@@ -55,8 +54,6 @@ def _optimizer_state(tensors: dict[str, torch.Tensor], doc: dict) -> dict:
 
 def save_state(path: Path, trainer) -> None:
     """Write the state atomically; under torchrun every process calls it (RNG states are gathered), rank 0 writes."""
-    from safetensors.torch import save_file
-
     rngs = distributed.gather_object(torch.get_rng_state())
     if not distributed.is_main():
         return
@@ -80,22 +77,12 @@ def save_state(path: Path, trainer) -> None:
         "extra": extra,
         "elapsed": trainer.elapsed,
     }
-    with atomic_path(path) as tmp:  # the previous state stays until this one is complete
-        save_file(tensors, str(tmp), metadata={"defsent": json.dumps(doc)})
+    write_tensors(path, tensors, doc)  # atomic: the previous state stays until this one is complete
 
 
 def load_state(path: Path, trainer) -> None:
     """Restore a state written by :func:`save_state` into ``trainer`` (same settings required)."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="pt", device="cpu") as fh:
-            doc = json.loads((fh.metadata() or {}).get("defsent", "null"))
-            tensors = {key: fh.get_tensor(key) for key in fh.keys()}  # noqa: SIM118 - safe_open has no items()
-    except Exception as exc:  # noqa: BLE001 - a damaged file of any kind is one line
-        raise DefsentError(
-            f"cannot read the resume state ({type(exc).__name__}); delete it or pass --force", path=path
-        ) from None
+    tensors, doc = read_tensors(path, "the resume state", "; delete it or pass --force")
     if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
         raise DefsentError(f"not a defsent training state ({STATE_FORMAT}); delete it or pass --force", path=path)
     saved = doc.get("config", {})
