@@ -167,11 +167,19 @@ class Trainer:
             MaskedLM(self.loaded.tokenizer, self.word_head, config.mlm_probability) if config.mlm_weight else None
         )
         self.net: torch.nn.Module = TrainForward(self.model, self.head, self.pool)  # DDP-wrapped by distribute()
+        self._start(self._optimizer())
+        if self.world > 1:
+            # Each process its own dropout stream (same init everywhere; DDP also broadcasts rank 0's weights).
+            torch.manual_seed(config.seed + 1_000_003 * self.rank)
+
+    def _start(self, optimizer: torch.optim.Optimizer) -> None:
+        """What every run starts from, train's and tsdae's: data order, optimiser, LR schedule, empty counters."""
+        config = self.config
         self.schedule = Schedule(self.data, config)
         self.total_steps = self.schedule.total_steps()
-        self.optimizer = self._optimizer()
+        self.optimizer = optimizer
         self.scheduler = linear_schedule(
-            self.optimizer,
+            optimizer,
             round(config.warmup_ratio * self.total_steps),
             self.total_steps,
             encoder_start=min(config.head_warmup_steps, self.total_steps),
@@ -179,9 +187,6 @@ class Trainer:
         )
         self.step, self.log, self.elapsed = 0, [], 0.0
         self.dev: DevTracker | None = None  # set by track_dev()
-        if self.world > 1:
-            # Each process its own dropout stream (same init everywhere; DDP also broadcasts rank 0's weights).
-            torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
     def _optimizer(self) -> torch.optim.Optimizer:
         head_params = [p for p in self.head.parameters() if p.requires_grad]  # a word head is frozen

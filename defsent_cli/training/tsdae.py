@@ -36,8 +36,8 @@ from ..errors import DefsentError
 from ..formats.checkpoint import CHECKPOINT_FORMAT
 from ..formats.dictionary import SPLITS, seeded_sample
 from .config import TrainConfig
-from .data import Schedule, TrainingData
-from .trainer import Trainer, linear_schedule
+from .data import TrainingData
+from .trainer import Trainer
 
 TSDAE_POOLINGS = ("cls", "mean")
 DELETION = 0.6
@@ -130,20 +130,11 @@ class TsdaeTrainer(Trainer):
         self.data = TrainingData(
             tokenize(texts, self.loaded.tokenizer, self.pool, self.max_length), np.zeros(len(texts)), 0, texts
         )
-        self.schedule = Schedule(self.data, config)
-        self.total_steps = self.schedule.total_steps()
+        self.head, self.word_head, self.mlm = None, None, None  # Trainer's DefSent+ parts: none here
         params = [p for p in self.loss_model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(
-            params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
+        self._start(
+            torch.optim.AdamW(params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True)
         )
-        self.scheduler = linear_schedule(
-            self.optimizer,
-            round(config.warmup_ratio * self.total_steps),
-            self.total_steps,
-            decay=config.schedule == "linear",
-        )
-        self.step, self.log, self.elapsed, self.dev = 0, [], 0.0, None
-        self.head, self.word_head, self.mlm = None, None, None
 
     def describe(self) -> str:
         config = self.config
