@@ -62,21 +62,40 @@ def is_main() -> bool:
     return rank() == 0
 
 
+def local_world() -> int:
+    """Processes on this node (``LOCAL_WORLD_SIZE``, which torchrun sets; else the world)."""
+    return max(1, _env_int("LOCAL_WORLD_SIZE", world()))
+
+
 def local_device(device: str = "auto") -> str:
-    """The ``--device`` this process should use: under torchrun, ``cuda`` means ``cuda:LOCAL_RANK``."""
+    """The ``--device`` this process should use: under torchrun, ``cuda`` means ``cuda:LOCAL_RANK``.
+
+    ``auto`` is CUDA when there is a GPU, as in one process. More processes on a node than it has GPUs
+    is a one-line error naming both counts (for ``auto`` and ``cuda`` alike): sharing GPUs, or some
+    ranks quietly on the CPU, would make every step wait for the slowest; ``--device cpu`` runs them all
+    on the CPU (gloo).
+    """
     if not active():
         return device
     import torch
 
-    if device == "auto":
-        return f"cuda:{local_rank()}" if torch.cuda.is_available() else "cpu"
-    if device == "cuda":
-        return f"cuda:{local_rank()}"
     if device.startswith("cuda:"):
         raise DefsentError(
             f"--device {device} under torchrun would put every process on one GPU; "
             "pass --device cuda (each process takes cuda:LOCAL_RANK)"
         )
+    if device == "auto" and not torch.cuda.is_available():
+        return "cpu"
+    if device in ("auto", "cuda"):
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if gpus == 0:
+            raise DefsentError("--device cuda: CUDA is not available here; use --device cpu")
+        if local_world() > gpus or local_rank() >= gpus:
+            raise DefsentError(
+                f"torchrun started {local_world()} processes on this node but it has {gpus} GPU"
+                f"{'s' if gpus != 1 else ''}: use --nproc_per_node {gpus} (one process per GPU), or --device cpu"
+            )
+        return f"cuda:{local_rank()}"
     return device
 
 

@@ -39,6 +39,21 @@ def data_root() -> Path | None:
     return None
 
 
+def real_data(*folders: str) -> Path:
+    """The real data root, or skip the test naming what is missing: each of ``folders`` (paths below the
+    root, e.g. ``senteval/downstream/MR``) must be there, so a partial copy skips per missing task."""
+    root = data_root()
+    missing = [name for name in folders if root is None or not (root / name).exists()]
+    if root is None or missing:
+        pytest.skip(f"real data not available: {', '.join(missing) or 'no data root'}")
+    return root
+
+
+RESUME_FLAGS = ["--deterministic"] if __import__("torch").cuda.is_available() else []
+"""Extra flags for the kill-and-resume tests: on the CPU every resumed run is bit-identical as it is; on a
+GPU that is promised under --deterministic (README "Resuming")."""
+
+
 def _bert_tokenizer(folder: Path):
     from transformers import BertTokenizerFast
 

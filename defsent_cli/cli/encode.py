@@ -33,6 +33,7 @@ def encode_command(
     ] = None,
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 32,
+    batch_tokens: opt.BatchTokens = None,
     max_length: opt.MaxLength = None,
     normalize: Annotated[bool, typer.Option("--normalize/--no-normalize", help="L2-normalise each vector.")] = False,
     skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
@@ -82,7 +83,7 @@ def encode_command(
         if not texts:
             where = "stdin" if sources == ["-"] else ", ".join(sources)
             raise DefsentError(f"no sentences in {where}: nothing to encode")
-    loaded = opt.load(model, distributed.local_device(device), runtime, precision)
+    loaded = opt.load(model, device, runtime, precision, batch_tokens)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):
         if from_stdin:

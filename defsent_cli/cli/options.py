@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..encoder.pooling import POOLINGS
+from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
 from ..encoder.word_head import WORD_HEADS
 from ..formats.dictionary import SPLITS
 from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
@@ -142,32 +143,52 @@ Limit = Annotated[
 ]
 Bank = Annotated[Path, typer.Option("--bank", help="Entry bank (.h5).", show_default=False)]
 
-RuntimeName = choices("RuntimeName", ("torch", "onnx"))
-PrecisionName = choices("PrecisionName", ("fp32", "int8"))
+RuntimeName = choices("RuntimeName", RUNTIMES)
+PrecisionName = choices("PrecisionName", INFERENCE_PRECISIONS)
 Runtime = Annotated[
     RuntimeName,
     typer.Option(
         "--runtime",
         envvar="DEFSENT_RUNTIME",
-        help="torch, or onnx: ONNX Runtime on the CPU (the graph exported once and cached in the model folder).",
+        help="torch, or onnx: ONNX Runtime on the CPU (the graph exported once and cached; --device auto runs it "
+        "on the CPU).",
     ),
 ]
 Precision = Annotated[
     PrecisionName,
     typer.Option(
-        "--precision", envvar="DEFSENT_PRECISION", help="fp32, or int8 (dynamic quantization; needs --runtime onnx)."
+        "--precision",
+        envvar="DEFSENT_PRECISION",
+        help="fp32; tf32 (fp32 with TF32 matrix products on a CUDA GPU); fp16 or bf16 (half-precision weights, "
+        "for GPUs; pooling in fp32); int8 (dynamic quantization; needs --runtime onnx).",
     ),
 ]
 RUNTIME_DEFAULT, PRECISION_DEFAULT = RuntimeName("torch"), PrecisionName("fp32")
+BatchTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-tokens",
+        min=1,
+        help="Also cap each batch at this many tokens, padding included (a token budget: long texts come fewer per "
+        "batch, short ones up to --batch-size). E.g. -b 1024 --batch-tokens 32768 on a GPU.",
+    ),
+]
 
 
-def load(model, device, runtime="torch", precision="fp32"):
-    """The model folder, loaded, with the runtime asked for attached (checked before the model loads)."""
+def load(model, device, runtime="torch", precision="fp32", batch_tokens: int | None = None):
+    """The model folder, loaded on this process's device (``auto`` is the CPU for ONNX Runtime; under
+    torchrun cuda:LOCAL_RANK), with the runtime and precision asked for (checked before the model loads)."""
+    from .. import distributed
     from ..encoder.models import load_model
-    from ..encoder.onnx_runtime import check_runtime, use_runtime
+    from ..encoder.onnx_runtime import check_runtime, runtime_device, use_runtime
 
-    check_runtime(value(runtime), value(precision), device)
-    return use_runtime(load_model(model, device), value(runtime), value(precision))
+    runtime, precision = value(runtime), value(precision)
+    check_runtime(runtime, precision, device)
+    loaded = use_runtime(
+        load_model(model, distributed.local_device(runtime_device(runtime, device))), runtime, precision
+    )
+    loaded.batch_tokens = batch_tokens
+    return loaded
 
 
 def encoder(spec, model, device, runtime, precision, batch_size: int, max_length, show_progress):
@@ -183,6 +204,24 @@ Epochs = Annotated[int, typer.Option("--epochs", min=1, help="Passes over the tr
 SaveEvery = Annotated[int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")]
 LogEvery = Annotated[int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")]
+TrainPrecisionName = choices("TrainPrecisionName", TRAIN_PRECISIONS)
+TrainPrecision = Annotated[
+    TrainPrecisionName,
+    typer.Option(
+        "--precision",
+        help="auto: bf16 mixed precision on a CUDA GPU with bf16, fp32 elsewhere; bf16 / fp16: autocast with fp32 "
+        "weights and an fp32 loss (fp16 with a gradient scaler); tf32: fp32 with TF32 matrix products on a GPU.",
+    ),
+]
+TRAIN_PRECISION_DEFAULT = TrainPrecisionName("auto")
+Deterministic = Annotated[
+    bool,
+    typer.Option(
+        "--deterministic",
+        help="torch's deterministic algorithms (and the math attention kernel): a killed and resumed run ends at "
+        "the very weights of an uninterrupted one on a GPU too, at some cost in speed.",
+    ),
+]
 CheckpointOutput = Annotated[
     Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)
 ]

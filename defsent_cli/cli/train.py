@@ -228,6 +228,8 @@ def train_command(
     ] = None,
     data: opt.Data = None,
     device: opt.Device = "auto",
+    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
+    deterministic: opt.Deterministic = False,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -272,6 +274,8 @@ def train_command(
         save_every=save_every,
         log_every=log_every,
         device=device,
+        precision=opt.value(precision),
+        deterministic=deterministic,
         bank_dtype=opt.value(bank_dtype),
         logits=opt.value(logits),
         scale=scale,

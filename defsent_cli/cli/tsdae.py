@@ -50,6 +50,8 @@ def tsdae_command(
     log_every: opt.LogEvery = 20,
     resume: opt.Resume = False,
     device: opt.Device = "auto",
+    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
+    deterministic: opt.Deterministic = False,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -79,6 +81,8 @@ def tsdae_command(
         save_every=save_every,
         log_every=log_every,
         device=device,
+        precision=opt.value(precision),
+        deterministic=deterministic,
     )
     info = tsdae(
         sentences,

@@ -23,28 +23,46 @@ from ..log import note
 from ..space.linalg import l2_normalize
 from .models import LoadedModel
 from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
-from .tokenize import length_batches, pad_batch, tokenize
+from .precision import tf32
+from .tokenize import length_batches, pad_batch, to_device, tokenize
 from .tokenize import pad_id as padding_id
 
 
-def model_outputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling) -> PoolingInput:
-    """One forward pass, returning what ``pooling`` reads: its layers' mean states, its Ditto diagonal."""
+def model_mask(model, attention_mask: torch.Tensor, padded: bool):
+    """The mask to give the model: none for a batch without padding (attention's fast path, same numbers);
+    for SDPA attention a ready (B, 1, 1, T) boolean mask, which transformers uses as it is: given the 2D
+    mask it would first ask the device whether any position is padded, a host sync per forward pass."""
+    if not padded:
+        return None
+    if getattr(getattr(model, "config", None), "_attn_implementation", None) == "sdpa":
+        return attention_mask[:, None, None, :].bool()
+    return attention_mask
+
+
+def model_outputs(
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling, padded: bool | None = None
+) -> PoolingInput:
+    """One forward pass, returning what ``pooling`` reads: its layers' mean states, its Ditto diagonal.
+
+    ``padded``: whether any position is padding, when the caller knows it from the host copy of the mask
+    (asking the GPU copy would wait for the GPU). Half-precision states are upcast: pooling runs in float32.
+    """
     want_layers, head = pooling.layers is not None, pooling.ditto_head
-    # A batch without padding runs without a mask: the same numbers, and attention takes its fast path.
-    padded = bool((attention_mask == 0).any())
+    if padded is None:
+        padded = bool((attention_mask == 0).any())
     out = model(
         input_ids=input_ids,
-        attention_mask=attention_mask if padded else None,
+        attention_mask=model_mask(model, attention_mask, padded),
         output_hidden_states=want_layers,
         output_attentions=head is not None,
     )
     if want_layers:
-        states = torch.stack([out.hidden_states[i] for i in pooling.layers]).mean(dim=0)
+        states = torch.stack([out.hidden_states[i].float() for i in pooling.layers]).mean(dim=0)
     else:
-        states = out.last_hidden_state
+        states = out.last_hidden_state.float()
     diag = None
     if head is not None:
-        diag = torch.diagonal(out.attentions[head[0]][:, head[1]], dim1=-2, dim2=-1)
+        diag = torch.diagonal(out.attentions[head[0]][:, head[1]], dim1=-2, dim2=-1).float()
     weights = None if pooling.weighting is None else pooling.weighting.weights(input_ids, attention_mask)
     return PoolingInput(states, attention_mask, input_ids, None, weights, diag)
 
@@ -121,6 +139,11 @@ def single_threaded_ops(active: bool) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+#: On a GPU, pooled rows stay on the device until this many are waiting, then come back in one copy
+#: (one host sync per 64k rows instead of one per batch).
+GPU_FLUSH_ROWS = 1 << 16
+
+
 def encode_ids(
     loaded: LoadedModel,
     id_lists: Sequence[Sequence[int]],
@@ -131,25 +154,56 @@ def encode_ids(
     dim: int | None = None,
 ) -> np.ndarray:
     """Run the encoder over pre-tokenised inputs; rows come back in input order (``dim``: the pooling's
-    output width when it is not the model's, e.g. a word head's)."""
+    output width when it is not the model's, e.g. a word head's).
+
+    Batches are length-sorted (:func:`length_batches`, with ``loaded.batch_tokens`` as a token budget).
+    On CPU they run on worker threads (:func:`encode_workers`); on a GPU in one stream with no host sync
+    per batch: padding is decided on the host, inputs go through pinned memory with non-blocking copies,
+    and the pooled rows stay on the device until :data:`GPU_FLUSH_ROWS` are waiting, so the host
+    prepares the next batches while the GPU works.
+    """
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
     tokenizer, model = loaded.tokenizer, forward_pass(loaded, pooling)
-    pad_id = padding_id(tokenizer)
+    pad_id, device = padding_id(tokenizer), torch.device(loaded.device)
     out = np.empty((len(id_lists), dim or loaded.dim), dtype=np.float32)
+
+    def pooled(index: np.ndarray) -> torch.Tensor:
+        input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
+        padded = bool(attention_mask.min() == 0)  # on the host copy
+        input_ids, attention_mask = to_device(input_ids, device), to_device(attention_mask, device)
+        batch = model_outputs(model, input_ids, attention_mask, pooling, padded)
+        return pooling(replace(batch, mask_token_id=tokenizer.mask_token_id)).float()
+
+    batches = length_batches([len(ids) for ids in id_lists], batch_size, loaded.batch_tokens)
+    if device.type == "cuda":
+        pending: list[tuple[np.ndarray, torch.Tensor]] = []
+
+        def flush() -> None:
+            if pending:
+                rows = torch.cat([part for _, part in pending]).cpu().numpy()  # the one wait for the GPU
+                out[np.concatenate([where for where, _ in pending])] = rows
+                pending.clear()
+
+        with torch.inference_mode(), tf32(loaded.precision == "tf32"):
+            waiting = 0
+            for index in batches:
+                pending.append((index, pooled(index)))
+                waiting += len(index)
+                if waiting >= GPU_FLUSH_ROWS:
+                    flush()
+                    waiting = 0
+                if progress is not None:
+                    progress.advance(task, len(index))
+            flush()
+        return out
 
     def run(index: np.ndarray) -> None:
         with torch.inference_mode():  # thread-local: entered in each worker
-            input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
-            input_ids, attention_mask = input_ids.to(loaded.device), attention_mask.to(loaded.device)
-            batch = replace(
-                model_outputs(model, input_ids, attention_mask, pooling), mask_token_id=tokenizer.mask_token_id
-            )
-            out[index] = pooling(batch).float().cpu().numpy()
+            out[index] = pooled(index).cpu().numpy()
         if progress is not None:
             progress.advance(task, len(index))
 
-    batches = length_batches([len(ids) for ids in id_lists], batch_size)
     workers = min(encode_workers(loaded.device), len(batches))
     if workers <= 1:
         for index in batches:
@@ -184,7 +238,7 @@ def encode_ids_sharded(
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
     distributed.init(loaded.device)
-    batches = distributed.my_batches(length_batches([len(ids) for ids in id_lists], batch_size))
+    batches = distributed.my_batches(length_batches([len(ids) for ids in id_lists], batch_size, loaded.batch_tokens))
     mine = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
     rows = encode_ids(loaded, [id_lists[i] for i in mine], pooling, batch_size, progress, task)
     out = distributed.gather_rows(rows, mine, len(id_lists))

@@ -47,7 +47,9 @@ class PoolerHead(nn.Module):
         return "none" if self.dense is None else f"dense+{self.activation_name}"
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
-        return pooled if self.dense is None else self.activation(self.dense(pooled))
+        if self.dense is None:
+            return pooled
+        return self.activation(self.dense(pooled.to(self.dense.weight.dtype)))  # fp16/bf16 weights at inference
 
 
 def resolve_pooler_mode(mode: str, model_type: str) -> str:

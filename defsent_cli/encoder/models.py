@@ -64,6 +64,8 @@ class LoadedModel:
     transformer_dir: Path | None = None  # the folder holding config.json (inside an ST folder)
     missing_keys: set = field(default_factory=set)  # weights the checkpoint lacked (initialised at random)
     runtime: object | None = None  # an onnx_runtime.OnnxModel standing in for the forward pass (--runtime onnx)
+    precision: str = "fp32"  # fp32 | tf32 | fp16 | bf16 | int8 (encoder/precision.py), set by use_runtime
+    batch_tokens: int | None = None  # a token budget per batch on top of --batch-size (--batch-tokens)
     fallback_noted: bool = False  # the "running torch for this pooling" notice was given
 
     @property

@@ -36,9 +36,8 @@ import torch
 from ..errors import DefsentError
 from ..log import note
 from .models import WEIGHT_FILES, LoadedModel
+from .precision import HALF, INFERENCE_PRECISIONS, PRECISIONS, RUNTIMES, torch_dtype
 
-RUNTIMES = ("torch", "onnx")
-PRECISIONS = ("fp32", "int8")
 EXPORT_VERSION = "2"  # bump when the export or quantization settings change
 OPSET = 17
 
@@ -54,17 +53,31 @@ def require_onnxruntime():
 
 
 def check_runtime(runtime: str, precision: str, device: str = "cpu") -> None:
-    """Validate the pair before anything loads."""
+    """Validate the pair (and the device) before anything loads.
+
+    ONNX Runtime runs on the CPU here (its CPU execution provider): with ``--device auto`` it runs there
+    (:func:`runtime_device`), and only an explicit GPU is refused, pointing at the GPU path (torch in
+    fp16/bf16), which is faster on a GPU than ONNX Runtime's CUDA provider would be for these encoders.
+    """
     if runtime not in RUNTIMES:
         raise DefsentError(f"--runtime must be torch or onnx, not {runtime!r}")
-    if precision not in PRECISIONS:
-        raise DefsentError(f"--precision must be fp32 or int8, not {precision!r}")
-    if precision == "int8" and runtime != "onnx":
-        raise DefsentError("--precision int8 runs on ONNX Runtime: add --runtime onnx")
+    if precision not in INFERENCE_PRECISIONS:
+        raise DefsentError(f"--precision must be one of {', '.join(INFERENCE_PRECISIONS)}, not {precision!r}")
+    if precision not in PRECISIONS[runtime]:
+        other = "onnx" if runtime == "torch" else "torch"
+        raise DefsentError(f"--precision {precision} runs on --runtime {other}, not {runtime}: add --runtime {other}")
     if runtime == "onnx":
         if str(device).startswith("cuda"):
-            raise DefsentError("--runtime onnx runs on the CPU; use --device cpu (or --runtime torch on a GPU)")
+            raise DefsentError(
+                f"--runtime onnx runs on the CPU, not --device {device}: use --device cpu or auto, or on a GPU "
+                "--runtime torch --precision fp16"
+            )
         require_onnxruntime()
+
+
+def runtime_device(runtime: str, device: str) -> str:
+    """The device a runtime runs on: ``auto`` means the CPU for ONNX Runtime (and cuda-or-cpu for torch)."""
+    return "cpu" if runtime == "onnx" and device == "auto" else device
 
 
 def weights_key(loaded: LoadedModel, precision: str) -> str:
@@ -213,10 +226,13 @@ class OnnxModel:
 
 
 def use_runtime(loaded: LoadedModel, runtime: str = "torch", precision: str = "fp32") -> LoadedModel:
-    """Attach the ONNX graph to ``loaded`` (``runtime == "onnx"``); the torch model stays for everything else."""
+    """Attach the ONNX graph to ``loaded`` (``runtime == "onnx"``; the torch model stays for everything else),
+    or set the torch model's precision: fp16 / bf16 cast its weights, tf32 is applied around each pass."""
     check_runtime(runtime, precision, str(loaded.device))
-    loaded.runtime = None
+    loaded.runtime, loaded.precision = None, precision
     if runtime == "torch":
+        if precision in HALF:
+            loaded.model.to(torch_dtype(precision))
         return loaded
     from .encode import encode_workers
 
@@ -228,6 +244,6 @@ def use_runtime(loaded: LoadedModel, runtime: str = "torch", precision: str = "f
 
 
 def describe(loaded: LoadedModel) -> str:
-    """``torch fp32`` or ``onnx int8``: what ran."""
+    """``torch fp32``, ``torch bf16`` or ``onnx int8``: what ran."""
     runtime = getattr(loaded, "runtime", None)
-    return "torch fp32" if runtime is None else f"onnx {runtime.precision}"
+    return f"torch {getattr(loaded, 'precision', 'fp32')}" if runtime is None else f"onnx {runtime.precision}"

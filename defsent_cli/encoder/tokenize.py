@@ -4,6 +4,7 @@ and length batches (sorted by length, so padding stays small and mostly absent).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 import torch
@@ -60,31 +61,46 @@ def pad_id(tokenizer) -> int:
 
 
 def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad to the longest item: (input_ids, attention_mask)."""
-    longest = max(len(ids) for ids in id_lists)
-    input_ids = torch.full((len(id_lists), longest), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(id_lists), longest), dtype=torch.long)
-    for row, ids in enumerate(id_lists):
-        input_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-        attention_mask[row, : len(ids)] = 1
-    return input_ids, attention_mask
+    """Right-pad to the longest item: (input_ids, attention_mask), int64, built in numpy in one pass."""
+    lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    longest = int(lengths.max())
+    mask = np.arange(longest) < lengths[:, None]
+    input_ids = np.full((len(id_lists), longest), pad_id, dtype=np.int64)
+    input_ids[mask] = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
+    return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))
 
 
-def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+def to_device(tensor: torch.Tensor, device) -> torch.Tensor:
+    """A host tensor on ``device``; to a GPU through pinned memory and a non-blocking copy, so the host
+    goes on preparing the next batch while the copy and the work queued before it run."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
     """Index batches, longest first, cut where the length changes when that costs at most half a batch.
 
     Items are sorted by length (descending, stable); a batch closes when it is full, or when the next
-    item is shorter and the batch already holds at least ``batch_size // 2`` items. Most batches then
+    item is shorter and the batch already holds at least half of what it may hold. Most batches then
     hold items of one length (no padding at all, so no attention mask is needed), and the rest pad
-    only across neighbouring lengths.
+    only across neighbouring lengths. ``max_tokens``: a batch also holds at most this many tokens
+    padded (items x its longest item), so long inputs come in fewer per batch and short ones in up to
+    ``batch_size`` (a token budget, as fairseq's ``--max-tokens``); an item longer than the budget
+    goes alone.
     """
     order = np.argsort(-np.asarray(lengths), kind="stable")
     sizes = np.asarray(lengths)[order]
-    half = max(1, batch_size // 2)
     batches, start = [], 0
-    for i in range(1, len(order) + 1):
-        size = i - start
-        if i == len(order) or size == batch_size or (sizes[i] != sizes[i - 1] and size >= half):
-            batches.append(order[start:i])
-            start = i
+    while start < len(order):
+        cap = batch_size
+        if max_tokens is not None:
+            cap = max(1, min(batch_size, max_tokens // max(1, int(sizes[start]))))
+        half = max(1, cap // 2)
+        end = start + 1
+        while end < len(order) and end - start < cap and not (sizes[end] != sizes[end - 1] and end - start >= half):
+            end += 1
+        batches.append(order[start:end])
+        start = end
     return batches

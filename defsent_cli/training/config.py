@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..encoder.head import POOLER_MODES
 from ..encoder.pooling import POOLINGS
+from ..encoder.precision import TRAIN_PRECISIONS
 from ..encoder.word_head import WORD_HEADS
 from ..errors import DefsentError
 
@@ -103,6 +104,8 @@ class TrainConfig:
     schedule: str = "linear"  # linear: warm-up then linear decay to 0; constant: warm-up then constant
     mlm_weight: float = 0.0  # lambda of the auxiliary masked-LM loss (0: none)
     mlm_probability: float = 0.15  # share of tokens masked for it
+    precision: str = "auto"  # auto | fp32 | tf32 | bf16 | fp16 (encoder/precision.py): auto = bf16 on a bf16 GPU
+    deterministic: bool = False  # torch's deterministic algorithms: bit-identical resumes on CUDA too
 
     @property
     def embeddings_frozen(self) -> bool:
@@ -168,6 +171,8 @@ class TrainConfig:
             raise DefsentError(f"--word-head must be one of {', '.join(WORD_HEADS)}, not {self.word_head!r}")
         if self.schedule not in SCHEDULES:
             raise DefsentError(f"--schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}")
+        if self.precision not in TRAIN_PRECISIONS:
+            raise DefsentError(f"--precision must be one of {', '.join(TRAIN_PRECISIONS)}, not {self.precision!r}")
         check_positive(self.mlm_weight, "--mlm-weight", allow_zero=True)
         if not (math.isfinite(self.mlm_probability) and 0 < self.mlm_probability < 1):
             raise DefsentError(f"--mlm-probability must be in (0, 1), got {self.mlm_probability}")

@@ -70,23 +70,39 @@ class _BankCrossEntropy(torch.autograd.Function):
         return grad_reps * grad_out, None, None, None, None, None
 
 
+#: On a GPU the bank goes through in chunks whose (batch x chunk) float32 logits block stays under this many
+#: bytes: for a batch of 32 or 256 against 147k entries that is the whole bank in one pass (two matrix
+#: products instead of 72 chunks of small kernels, whose launches would dominate the step).
+GPU_LOGITS_BYTES = 512 << 20
+
+
+def default_chunk(reps: torch.Tensor) -> int:
+    """Bank rows per chunk: 2048 on the CPU (both products of a chunk in cache), as many as
+    :data:`GPU_LOGITS_BYTES` allows on a GPU."""
+    if reps.device.type != "cuda":
+        return 2048
+    return max(2048, GPU_LOGITS_BYTES // (4 * max(1, reps.shape[0])))
+
+
 def bank_cross_entropy(
     reps: torch.Tensor,
     bank: torch.Tensor,
     labels: torch.Tensor,
-    chunk: int = 2048,
+    chunk: int | None = None,
     label_smoothing: float = 0.0,
     mean_row: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean cross-entropy of ``reps @ bank.T`` against ``labels``; the bank gets no gradient.
 
-    The bank is processed ``chunk`` rows at a time (2048 x 384 float32 = 3 MB stays in cache for both
-    products of a chunk); a bank of another dtype (float16 storage) is upcast chunk by chunk.
-    ``label_smoothing`` as ``F.cross_entropy``'s; ``mean_row`` (the bank's mean row, computed once by
-    the caller) saves a pass over the bank.
+    The bank is processed ``chunk`` rows at a time (default :func:`default_chunk`); a bank of another dtype
+    (float16 storage) is upcast chunk by chunk. ``label_smoothing`` as ``F.cross_entropy``'s; ``mean_row``
+    (the bank's mean row, computed once by the caller) saves a pass over the bank. Always float32: under
+    mixed precision (autocast) the representations are upcast and the logits and log-sum-exp leave autocast.
     """
     if reps.dim() != 2 or bank.dim() != 2 or reps.shape[1] != bank.shape[1]:
         raise ValueError(f"shapes do not match: reps {tuple(reps.shape)}, bank {tuple(bank.shape)}")
     if label_smoothing and mean_row is None:
         mean_row = bank.float().mean(dim=0)
-    return _BankCrossEntropy.apply(reps, bank.detach(), labels, chunk, float(label_smoothing), mean_row)
+    chunk = chunk or default_chunk(reps)
+    with torch.autocast(reps.device.type, enabled=False):
+        return _BankCrossEntropy.apply(reps.float(), bank.detach(), labels, chunk, float(label_smoothing), mean_row)

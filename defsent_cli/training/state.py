@@ -1,8 +1,8 @@
 """The resumable training state (docs/formats.md, "Training state"): ``OUTPUT.partial/state.safetensors``.
 
 One safetensors file, written atomically, holds every tensor (model weights, AdamW moments, each
-process's torch RNG state, the best weights kept so far) and, in its metadata, a JSON document with the rest (format, config,
-step, scheduler, Python RNG state, loss log, elapsed time). Reading it runs no code: safetensors
+process's torch RNG states, CPU and CUDA, the best weights kept so far) and, in its metadata, a JSON document with the rest (format, config,
+step, scheduler, fp16's gradient scale, Python RNG state, loss log, elapsed time). Reading it runs no code: safetensors
 stores raw tensors and the metadata is parsed as JSON, unlike a pickled ``torch.save`` file, so a
 crafted state file cannot execute anything on ``--resume``.
 """
@@ -25,7 +25,7 @@ from .config import TrainConfig
 STATE_FORMAT = "defsent-train-state/2"
 STATE_FILE = "state.safetensors"
 #: Settings that may change between a run and its resumption (they do not change the weights).
-RESUMABLE_CHANGES = ("device", "save_every", "log_every")
+RESUMABLE_CHANGES = ("device", "save_every", "log_every", "deterministic")
 
 
 def _optimizer_tensors(state: dict) -> tuple[dict[str, torch.Tensor], dict]:
@@ -54,13 +54,16 @@ def _optimizer_state(tensors: dict[str, torch.Tensor], doc: dict) -> dict:
 
 def save_state(path: Path, trainer) -> None:
     """Write the state atomically; under torchrun every process calls it (RNG states are gathered), rank 0 writes."""
-    rngs = distributed.gather_object(torch.get_rng_state())
+    device = torch.device(trainer.device)
+    cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None  # dropout on a GPU draws from it
+    rngs = distributed.gather_object((torch.get_rng_state(), cuda))
     if not distributed.is_main():
         return
     tensors = {f"model.{k}": v for k, v in trainer.model.state_dict().items()}
     optimizer, optimizer_doc = _optimizer_tensors(trainer.optimizer.state_dict())
     tensors.update(optimizer)
-    tensors.update({f"rng.{rank}": state for rank, state in enumerate(rngs)})
+    tensors.update({f"rng.{rank}": state for rank, (state, _) in enumerate(rngs)})
+    tensors.update({f"rng_cuda.{rank}": state for rank, (_, state) in enumerate(rngs) if state is not None})
     extra, extra_tensors = trainer.extra_state()
     tensors.update({f"extra.{k}": v for k, v in extra_tensors.items()})
     tensors = {k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()}
@@ -72,6 +75,7 @@ def save_state(path: Path, trainer) -> None:
         "world_size": trainer.world,
         "optimizer": optimizer_doc,
         "scheduler": trainer.scheduler.state_dict(),
+        "scaler": trainer.scaler.state_dict() if getattr(trainer, "scaler", None) is not None else None,
         "python_rng": [version, list(internal), gauss],
         "log": trainer.log,
         "extra": extra,
@@ -94,9 +98,14 @@ def load_state(path: Path, trainer) -> None:
     trainer.model.load_state_dict(model)
     trainer.optimizer.load_state_dict(_optimizer_state(tensors, doc["optimizer"]))
     trainer.scheduler.load_state_dict(doc["scheduler"])
+    if doc.get("scaler") and getattr(trainer, "scaler", None) is not None:
+        trainer.scaler.load_state_dict(doc["scaler"])
     rngs = [tensors[f"rng.{rank}"] for rank in range(int(doc["world_size"])) if f"rng.{rank}" in tensors]
     if len(rngs) == trainer.world:
         torch.set_rng_state(rngs[trainer.rank])
+        cuda, device = tensors.get(f"rng_cuda.{trainer.rank}"), torch.device(trainer.device)
+        if cuda is not None and device.type == "cuda":
+            torch.cuda.set_rng_state(cuda, device)
     else:  # saved by another number of processes: the weights so far are the same, dropout masks from here differ
         torch.manual_seed(trainer.config.seed + 1_000_003 * trainer.rank + 7919 * int(doc["step"]))
         if distributed.is_main():

@@ -32,10 +32,12 @@ import torch
 
 from .. import __version__, distributed
 from ..console import make_progress
+from ..encoder.encode import model_mask
 from ..encoder.head import PoolerHead, setup_pooler
 from ..encoder.models import load_model
 from ..encoder.pooling import PoolingInput, get_pooling
-from ..encoder.tokenize import pad_batch
+from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_train_precision
+from ..encoder.tokenize import pad_batch, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
 from ..errors import DefsentError
@@ -96,15 +98,19 @@ class TrainForward(torch.nn.Module):
         attention_mask: torch.Tensor,
         head_only: bool = False,
         masked_ids: torch.Tensor | None = None,
+        padded: bool = True,
     ):
-        """The head's output; with ``masked_ids`` also the token states of a second pass on them (--mlm-weight)."""
+        """The head's output; with ``masked_ids`` also the token states of a second pass on them (--mlm-weight).
+
+        ``padded``: whether the batch has padding, known on the host (no mask at all when it has none)."""
+        mask = model_mask(self.model, attention_mask, padded)
         with torch.no_grad() if head_only else nullcontext():  # head warm-up: the encoder is a fixed feature map
-            states = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            states = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state
             pooled = self.pool(PoolingInput(states, attention_mask, input_ids))
         reps = self.head(pooled)
         if masked_ids is None:
             return reps
-        return reps, self.model(input_ids=masked_ids, attention_mask=attention_mask).last_hidden_state
+        return reps, self.model(input_ids=masked_ids, attention_mask=mask).last_hidden_state
 
 
 class Trainer:
@@ -173,7 +179,8 @@ class Trainer:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
     def _start(self, optimizer: torch.optim.Optimizer) -> None:
-        """What every run starts from, train's and tsdae's: data order, optimiser, LR schedule, empty counters."""
+        """What every run starts from, train's and tsdae's: data order, optimiser, LR schedule, empty counters,
+        the precision (and fp16's gradient scaler)."""
         config = self.config
         self.schedule = Schedule(self.data, config)
         self.total_steps = self.schedule.total_steps()
@@ -186,6 +193,8 @@ class Trainer:
             decay=config.schedule == "linear",
         )
         self.step, self.log, self.elapsed = 0, [], 0.0
+        self.precision = resolve_train_precision(config.precision, self.device)  # auto: bf16 on a bf16 GPU
+        self.scaler = grad_scaler(self.precision, self.device)  # fp16 only
         self.dev: DevTracker | None = None  # set by track_dev()
 
     def _optimizer(self) -> torch.optim.Optimizer:
@@ -230,27 +239,33 @@ class Trainer:
         (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM."""
         config = self.config
         pad_id = padding_id(self.loaded.tokenizer)
+        device = self.device
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
+        padded = bool(attention_mask.min() == 0)  # on the host copy: no wait for the GPU
         head_only = self.step < config.head_warmup_steps
         masked_ids = mlm_labels = None
         mlm = self.mlm if not head_only else None  # a head warm-up trains the head alone: no MLM pass
         if mlm is not None:  # the auxiliary MLM loss: a second pass on a masked copy of the batch
             masked_ids, mlm_labels = mlm.mask(input_ids, attention_mask)
-            masked_ids = masked_ids.to(self.device)
+            masked_ids, mlm_labels = to_device(masked_ids, device), to_device(mlm_labels, device)
         out = self.net(
-            input_ids.to(self.device), attention_mask.to(self.device), head_only=head_only, masked_ids=masked_ids
+            to_device(input_ids, device),
+            to_device(attention_mask, device),
+            head_only=head_only,
+            masked_ids=masked_ids,
+            padded=padded,
         )
         reps, masked_states = out if mlm is not None else (out, None)
         if config.logits == "cosine":
             reps = torch.nn.functional.normalize(reps, dim=1)
         if config.logit_scale != 1.0:
             reps = reps * config.logit_scale
-        labels = torch.from_numpy(self.data.labels[index]).to(self.device)
+        labels = to_device(torch.from_numpy(self.data.labels[index]), device)
         loss = bank_cross_entropy(
             reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
         )
         if mlm is not None:
-            loss = loss + config.mlm_weight * mlm.loss(masked_states, mlm_labels.to(self.device))
+            loss = loss + config.mlm_weight * mlm.loss(masked_states, mlm_labels)
         return loss
 
     def train_mode(self) -> None:
@@ -279,8 +294,9 @@ class Trainer:
             files[WORD_HEAD_FILE] = work_dir / WORD_HEAD_FILE
         return files
 
-    def train_step(self, index: np.ndarray) -> float:
-        """One optimiser step on the global batch ``index``; returns its mean loss.
+    def train_step(self, index: np.ndarray) -> torch.Tensor:
+        """One optimiser step on the global batch ``index``; returns its mean loss as a device scalar
+        (this process's share of it under DDP), read by the loop only when it logs: no host sync per step.
 
         Under DDP each of the W processes takes a contiguous slice of n_r of the
         N items.  DDP's backward AVERAGES gradients over processes, so scaling the
@@ -289,26 +305,39 @@ class Trainer:
         the gradient of the one-process mean over the whole global batch: same
         batch size, same learning rate, same clipping (applied after the
         all-reduce, on identical gradients in every process), same weights.
+
+        Mixed precision (``--precision bf16|fp16``): the forward pass under autocast, the weights and
+        optimizer in float32; fp16 scales the loss (GradScaler) and unscales before clipping.
         """
         self.train_mode()
-        if self.world == 1:
-            loss = self.loss_on(index)
-            loss.backward()
-            value = float(loss.detach())
-        else:
+        weight = 1.0
+        if self.world > 1:
             local = distributed.shard(index)
             weight = len(local) / len(index)
             if len(local) == 0:  # a global batch smaller than the world: join the all-reduce with zero gradient
                 local = index[:1]
-            loss = self.loss_on(local)
-            (loss * (weight * self.world)).backward()
-            value = distributed.all_reduce_sum(float(loss.detach()) * weight if weight else 0.0)
+            index = local
+        with autocast(self.precision, self.device):
+            loss = self.loss_on(index)
+        scaled = loss * (weight * self.world) if self.world > 1 else loss
+        (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients
         if self.config.max_grad_norm:  # 0: no clipping (DefSent)
             torch.nn.utils.clip_grad_norm_(self.clipped(), self.config.max_grad_norm)
-        self.optimizer.step()
+        if self.scaler is not None:  # the fused AdamW skips a step with inf/nan gradients on the device itself
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return value
+        return loss.detach().float() * weight
+
+    def mean_loss(self, losses: list[torch.Tensor]) -> float:
+        """The mean of the steps' losses, summed over the processes: the loop's one wait for the device."""
+        total = float(torch.stack(losses).sum()) if losses else 0.0
+        return distributed.all_reduce_sum(total) / max(1, len(losses))
 
     # --- what the resumable state carries beyond weights, optimiser and log (see state.py) ---------
 
@@ -325,10 +354,15 @@ class Trainer:
         """Train from ``self.step`` to ``total_steps``, logging and saving resumable state in ``work_dir``.
 
         Under torchrun every process runs this loop; only rank 0 shows progress and writes the log and state.
+        With ``--deterministic`` the loop runs on torch's deterministic algorithms.
         """
+        with deterministic(self.config.deterministic):
+            self._loop(work_dir, show_progress)
+
+    def _loop(self, work_dir: Path, show_progress: bool | None) -> None:
         config, main = self.config, distributed.is_main()
         n_defs = sum(len(self.schedule.batch(s)) for s in range(self.step, self.total_steps))
-        window: list[float] = []
+        window: list[torch.Tensor] = []  # the steps' losses since the last log row, still on the device
         extra = "loss {task.fields[loss]:.3f} lr {task.fields[lr]:.1e}"
         if self.dev is not None:
             extra += " " + config.eval_on + " {task.fields[dev]} best {task.fields[best]}"
@@ -349,22 +383,33 @@ class Trainer:
 
             if self.step == 0:
                 evaluate()  # the untrained model: step 0 of the curve
+
+            def checked() -> float:  # the mean loss of the window; a non-finite one stops the run before any save
+                loss = self.mean_loss(window)
+                if not math.isfinite(loss):
+                    first = self.step - len(window) + 1
+                    raise DefsentError(f"loss became {loss} between steps {first} and {self.step}; lower --lr")
+                return loss
+
             started = time.perf_counter() - self.elapsed
             while self.step < self.total_steps:
                 index = self.schedule.batch(self.step)
                 lr = self.scheduler.get_last_lr()[0]
-                loss = self.train_step(index)
-                if not math.isfinite(loss):
-                    raise DefsentError(f"loss became {loss} at step {self.step + 1}; lower --lr")
+                window.append(self.train_step(index))
                 self.step += 1
-                window.append(loss)
-                progress.update(task, advance=len(index), loss=loss, lr=lr)
+                progress.update(task, advance=len(index), lr=lr)
+                evaluating = self.dev is not None and (
+                    self.step % config.eval_every == 0 or self.step == self.total_steps
+                )
+                saving = bool(config.save_every) and self.step % config.save_every == 0 and self.step < self.total_steps
                 if self.step % config.log_every == 0 or self.step == self.total_steps:
+                    loss = checked()
                     self.elapsed = time.perf_counter() - started
+                    progress.update(task, loss=loss)
                     row = {
                         "step": self.step,
                         "definitions": min(self.step * config.batch_size, len(self.data) * config.epochs),
-                        "loss": round(sum(window) / len(window), 6),
+                        "loss": round(loss, 6),
                         "lr": lr,
                         "elapsed": round(self.elapsed, 2),
                     }
@@ -373,9 +418,11 @@ class Trainer:
                     if main:
                         log.write(json.dumps(row) + "\n")
                         log.flush()
-                if self.dev is not None and (self.step % config.eval_every == 0 or self.step == self.total_steps):
+                elif (evaluating or saving) and window:
+                    checked()
+                if evaluating:
                     evaluate()
-                if config.save_every and self.step % config.save_every == 0 and self.step < self.total_steps:
+                if saving:
                     self.elapsed = time.perf_counter() - started
                     save_state(work_dir / STATE_FILE, self)
             self.elapsed = time.perf_counter() - started
@@ -402,6 +449,7 @@ class Trainer:
             "training_entries": self.data.n_entries_trained,
             "config": asdict(config),
             "processes": self.world,
+            "precision": self.precision,
             "steps": self.step,
             "max_length": self.max_length,
             "seconds": round(self.elapsed, 1),

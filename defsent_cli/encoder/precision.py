@@ -1,0 +1,123 @@
+"""Numeric precision: what ``--precision`` means for inference and for training, in one place.
+
+Inference (``encode``, ``embed-entries``, the evaluations; ``--precision``):
+- ``fp32``: float32 weights and arithmetic (PyTorch's own default: no TF32).
+- ``tf32``: float32 weights, matrix products on the tensor cores' TF32 format (CUDA GPUs from Ampere on;
+  10-bit mantissa products, float32 accumulation). Opt-in, as in PyTorch itself since 1.12, because it
+  moves vectors by ~1e-3 relative where fp32 promises ~1e-7; on the CPU it is fp32.
+- ``fp16`` / ``bf16``: the weights cast to half precision and the whole forward pass run in it, as
+  sentence-transformers' ``model.half()`` / ``model_kwargs={"torch_dtype": ...}``; the pooled vectors are
+  computed from the states upcast to float32. Meant for GPUs (bf16 also runs on the CPU, slowly).
+- ``int8``: ONNX Runtime's dynamic quantization (``--runtime onnx``; ``onnx_runtime.py``).
+
+Training (``train``, ``tsdae``; ``--precision``), mixed precision as torch.amp does it: float32 master
+weights and optimizer state, the forward pass under ``torch.autocast`` in bf16 or fp16 (fp16 with a
+gradient scaler, since its range is too small for small gradients), and the loss over the bank (logits,
+log-sum-exp) in float32 (``training/loss.py`` leaves autocast). ``auto`` is bf16 autocast on a CUDA
+GPU that supports bf16 (Ampere and newer), fp32 everywhere else: the CPU keeps the exact fp32 run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+
+from ..errors import DefsentError
+
+RUNTIMES = ("torch", "onnx")
+INFERENCE_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+#: The precisions each runtime offers.
+PRECISIONS = {"torch": ("fp32", "tf32", "fp16", "bf16"), "onnx": ("fp32", "int8")}
+TRAIN_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
+HALF = ("fp16", "bf16")
+
+
+def torch_dtype(precision: str):
+    """The torch dtype that holds the weights at inference (``float32`` for fp32 / tf32 / int8)."""
+    import torch
+
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+
+
+def resolve_train_precision(precision: str, device) -> str:
+    """``auto`` -> ``bf16`` on a CUDA GPU with bf16, else ``fp32``; the others checked and passed through."""
+    import torch
+
+    if precision not in TRAIN_PRECISIONS:
+        raise DefsentError(f"--precision must be one of {', '.join(TRAIN_PRECISIONS)}, not {precision!r}")
+    device = torch.device(device)
+    if precision == "auto":
+        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise DefsentError("--precision bf16: this GPU has no bf16; use --precision fp16 (with a gradient scaler)")
+    return precision
+
+
+@contextmanager
+def tf32(active: bool) -> Iterator[None]:
+    """TF32 matrix products on CUDA inside the block (restored after)."""
+    import torch
+
+    if not active:
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def autocast(precision: str, device):
+    """The training forward pass's context: autocast in bf16/fp16, TF32 for ``tf32``, else nothing."""
+    import torch
+
+    device = torch.device(device)
+    if precision in HALF:
+        return torch.autocast(device.type, dtype=torch_dtype(precision))
+    if precision == "tf32" and device.type == "cuda":
+        return tf32(True)
+    return nullcontext()
+
+
+def grad_scaler(precision: str, device):
+    """A gradient scaler for fp16 training (torch.amp.GradScaler), else None."""
+    import torch
+
+    if precision != "fp16":
+        return None
+    return torch.amp.GradScaler(torch.device(device).type)
+
+
+@contextmanager
+def deterministic(active: bool) -> Iterator[None]:
+    """torch's deterministic algorithms inside the block (``--deterministic``), restored after.
+
+    On CUDA this also fixes cuBLAS's workspace (``CUBLAS_WORKSPACE_CONFIG=:4096:8``, read when the first
+    cuBLAS handle is made, so set before any matrix product) and keeps attention on SDPA's math kernel (the
+    flash and memory-efficient backward passes accumulate with atomics, in no fixed order). On the CPU every
+    run is already bit-reproducible; the switch changes nothing there.
+    """
+    import os
+
+    import torch
+
+    if not active:
+        yield
+        return
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cuda.flash_sdp_enabled(),
+        torch.backends.cuda.mem_efficient_sdp_enabled(),
+    )
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cuda.enable_flash_sdp(False)
+    torch.backends.cuda.enable_mem_efficient_sdp(False)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0])
+        torch.backends.cuda.enable_flash_sdp(before[1])
+        torch.backends.cuda.enable_mem_efficient_sdp(before[2])

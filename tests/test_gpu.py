@@ -1,0 +1,298 @@
+"""GPUs, first class: what `auto` means (ONNX Runtime, more processes than GPUs), mixed precision for inference
+and training, the fp32 loss under autocast, the token budget, and the GPU encode loop. Everything here runs on
+the CPU (bf16 autocast and half weights run there; the GPU count is mocked); the tests marked ``cuda`` run
+only where there is a CUDA GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from defsent_cli import distributed
+from defsent_cli.errors import DefsentError
+
+CUDA = torch.cuda.is_available()
+cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+SENTS = ["a dog runs in the park", "the cat sleeps", "two men play chess on a long table in the park", "rain"] * 6
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def sents(tmp_path) -> Path:
+    path = tmp_path / "sents.txt"
+    path.write_text("\n".join(SENTS) + "\n")
+    return path
+
+
+def _encode(cli, model, sents, out, *extra) -> np.ndarray:
+    result = cli("encode", "-m", model, "-i", sents, "-o", out, *extra)
+    assert result.exit_code == 0, result.output
+    return np.load(out)
+
+
+# --- what --device auto means -----------------------------------------------------------------------
+
+
+def _torchrun_env(monkeypatch, processes: int, local_rank: int, gpus: int) -> None:
+    for name, value in (("WORLD_SIZE", processes), ("RANK", local_rank), ("LOCAL_RANK", local_rank)):
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(processes))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+
+
+def test_more_processes_than_gpus_is_a_one_line_error_naming_both_counts(monkeypatch):
+    _torchrun_env(monkeypatch, processes=2, local_rank=1, gpus=1)
+    for device in ("auto", "cuda"):
+        with pytest.raises(DefsentError) as error:
+            distributed.local_device(device)
+        message = str(error.value)
+        assert "2 processes" in message and "1 GPU" in message and "--device cpu" in message
+        assert "\n" not in message
+    assert distributed.local_device("cpu") == "cpu"  # the way out: every process on the CPU
+
+
+def test_one_process_per_gpu_takes_its_own(monkeypatch):
+    _torchrun_env(monkeypatch, processes=2, local_rank=1, gpus=2)
+    assert distributed.local_device("auto") == "cuda:1" and distributed.local_device("cuda") == "cuda:1"
+    _torchrun_env(monkeypatch, processes=2, local_rank=1, gpus=0)
+    assert distributed.local_device("auto") == "cpu"  # no GPU: auto is the CPU, as in one process
+    with pytest.raises(DefsentError, match="CUDA is not available"):
+        distributed.local_device("cuda")
+
+
+def test_onnx_runtime_with_device_auto_runs_on_the_cpu_even_where_cuda_is_available(
+    cli, tiny_bert, sents, tmp_path, monkeypatch
+):
+    pytest.importorskip("onnxruntime")
+    import shutil
+
+    from defsent_cli.cli import options
+
+    model = Path(shutil.copytree(tiny_bert, tmp_path / "bert"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU box: auto alone would say cuda
+    loaded = options.load(model, "auto", "onnx", "fp32")
+    assert str(loaded.device) == "cpu" and loaded.runtime is not None
+    monkeypatch.setenv("DEFSENT_RUNTIME", "onnx")  # the user's default, on every command
+    out = tmp_path / "sts.npy"
+    result = cli("encode", "-m", model, "-i", sents, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "onnx fp32" in result.stderr
+    ref = _encode(cli, model, sents, tmp_path / "ref.npy", "--runtime", "torch", "--device", "cpu")
+    assert np.abs(_unit(np.load(out)) - _unit(ref)).max() < 1e-4
+
+
+def test_precision_and_runtime_combinations_are_checked_before_anything_loads(cli, tiny_bert, sents, tmp_path):
+    out = tmp_path / "x.npy"
+    for extra, says in (
+        (["--precision", "int8"], "--runtime onnx"),
+        (["--runtime", "onnx", "--precision", "fp16"], "--runtime torch"),
+        (["--runtime", "onnx", "--precision", "bf16"], "--runtime torch"),
+        (["--precision", "fp8"], "fp8"),
+    ):
+        result = cli("encode", "-m", tiny_bert, "-i", sents, "-o", out, *extra)
+        assert result.exit_code == 2 and says in result.stderr, (extra, result.stderr)
+        assert not out.exists()
+
+
+# --- half-precision inference ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_half_precision_inference_is_close_to_fp32_and_says_what_ran(cli, tiny_bert, mini, sents, tmp_path, precision):
+    fp32 = _encode(cli, tiny_bert, sents, tmp_path / "f.npy", "--device", "cpu")
+    half = _encode(cli, tiny_bert, sents, tmp_path / "h.npy", "--device", "cpu", "--precision", precision)
+    assert half.dtype == np.float32
+    diff = np.abs(_unit(half) - _unit(fp32)).max()
+    assert 0 < diff < 3e-2  # half precision ran (not the same numbers), and is close
+    result = cli("eval-sts", "-m", tiny_bert, "--data", mini, "--device", "cpu", "--precision", precision,
+                 "--tasks", "STS-B,SICK-R", "-o", tmp_path / "sts.json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "sts.json").read_text())["runtime"] == f"torch {precision}"
+
+
+def test_lookup_with_a_trained_head_runs_in_half_precision(cli, tiny_bert, tiny_dict, tmp_path):
+    bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", tiny_dict, "-m", tiny_bert, "-o", bank, "--device", "cpu").exit_code == 0
+    ckpt = tmp_path / "ckpt"
+    train = cli("train", tiny_dict, "--bank", bank, "-m", tiny_bert, "-o", ckpt, "-b", "2", "--device", "cpu")
+    assert train.exit_code == 0, train.output
+    hits = {}
+    for precision in ("fp32", "bf16"):  # the head's dense layer holds bf16 weights too
+        result = cli("lookup", "a long-necked african animal", "-m", ckpt, "--bank", bank, "--json",
+                     "--device", "cpu", "--precision", precision)  # fmt: skip
+        assert result.exit_code == 0, result.output
+        hits[precision] = [row["entry"] for row in json.loads(result.stdout)["results"]]
+    assert hits["bf16"][0] == hits["fp32"][0]
+
+
+# --- mixed-precision training ---------------------------------------------------------------------
+
+
+def test_the_bank_loss_stays_float32_under_autocast():
+    from defsent_cli.training.loss import bank_cross_entropy
+
+    torch.manual_seed(0)
+    reps = torch.randn(8, 64).to(torch.bfloat16).requires_grad_()
+    bank, labels = torch.randn(300, 64) * 3, torch.randint(0, 300, (8,))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = bank_cross_entropy(reps, bank, labels, chunk=128)
+    ours.backward()
+    exact = torch.nn.functional.cross_entropy(reps.detach().double() @ bank.double().T, labels)
+    assert ours.dtype == torch.float32 and reps.grad.dtype == torch.bfloat16
+    assert abs(ours.item() - exact.item()) < 1e-5  # bf16 logits would be off by ~1e-2
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        in_bf16 = torch.nn.functional.cross_entropy(reps @ bank.T.to(torch.bfloat16), labels)
+    assert abs(in_bf16.item() - exact.item()) > 1e-4  # the check above can tell the two apart
+
+
+def _train(cli, dictionary, bank, model, out, *extra) -> dict:
+    args = ["train", dictionary, "--bank", bank, "-m", model, "-o", out, "-b", "4", "--lr", "1e-3", "--seed", "3"]
+    result = cli(*args, "--device", "cpu", "--log-every", "1", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "defsent.json").read_text())
+
+
+@pytest.fixture
+def train_data(cli, tiny_bert, tmp_path) -> tuple[Path, Path]:
+    rows = [{"entry": f"w{i}", "definitions": [f"a long-necked african animal {i}", f"give new life {i % 4}"]}
+            for i in range(16)]  # fmt: skip
+    dictionary = tmp_path / "d.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", dictionary, "-m", tiny_bert, "-o", bank, "--device", "cpu").exit_code == 0
+    return dictionary, bank
+
+
+def test_bf16_autocast_training_follows_the_fp32_run_and_auto_is_fp32_on_the_cpu(cli, tiny_bert, train_data, tmp_path):
+    from safetensors.torch import load_file
+
+    dictionary, bank = train_data
+    fp32 = _train(cli, dictionary, bank, tiny_bert, tmp_path / "fp32", "--precision", "fp32")
+    auto = _train(cli, dictionary, bank, tiny_bert, tmp_path / "auto")
+    bf16 = _train(cli, dictionary, bank, tiny_bert, tmp_path / "bf16", "--precision", "bf16")
+    assert (fp32["precision"], auto["precision"], bf16["precision"]) == ("fp32", "fp32", "bf16")
+    weights = {name: load_file(str(tmp_path / name / "model.safetensors")) for name in ("fp32", "auto", "bf16")}
+    assert all(torch.equal(weights["fp32"][k], weights["auto"][k]) for k in weights["fp32"])  # CPU: auto is fp32
+    assert all(w.dtype == torch.float32 for w in weights["bf16"].values())  # fp32 master weights
+    assert any(not torch.equal(weights["fp32"][k], weights["bf16"][k]) for k in weights["fp32"])  # autocast ran
+    a, b = np.array(fp32["loss_curve"])[:, 1], np.array(bf16["loss_curve"])[:, 1]
+    assert np.abs(a - b).max() < 0.05 * np.abs(a).max()  # the same run, in bf16 arithmetic
+
+
+def test_fp16_training_scales_the_loss_and_resumes_bit_identically(tiny_bert, train_data, tmp_path):
+    """fp16 autocast with a gradient scaler; a killed run resumes to the uninterrupted weights (the scaler's
+    state is part of the resumable state)."""
+    from safetensors.torch import load_file
+
+    dictionary, bank = train_data
+    defsent = [sys.executable, "-m", "defsent_cli"]
+    env = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}
+    args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "-b", "4", "--lr", "1e-3", "--seed", "3"]
+    args += ["--precision", "fp16", "--device", "cpu", "--save-every", "2"]
+    args = [str(a) for a in args]
+    subprocess.run([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env, timeout=300)
+    info = json.loads((tmp_path / "full" / "defsent.json").read_text())
+    assert info["precision"] == "fp16" and np.isfinite(info["final_loss"])
+    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
+    run = subprocess.run([*killer, *args, "-o", tmp_path / "killed"], env={**env, "KILL_AFTER_STEP": "5"}, timeout=300)
+    assert run.returncode == -9
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "killed.partial" / "state.safetensors"), "pt") as state:
+        doc = json.loads(state.metadata()["defsent"])
+    assert doc["scaler"]["scale"] > 1  # fp16's loss scale is saved
+    resumed = subprocess.run([*defsent, *args, "-o", tmp_path / "killed", "--resume"], env=env, timeout=300,
+                             capture_output=True, text=True)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = (
+        load_file(str(tmp_path / "full" / "model.safetensors")),
+        load_file(str(tmp_path / "killed" / "model.safetensors")),
+    )
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_training_precision_is_checked(cli, tiny_bert, train_data, tmp_path):
+    dictionary, bank = train_data
+    result = cli("train", dictionary, "--bank", bank, "-m", tiny_bert, "-o", tmp_path / "x", "--precision", "int8")
+    assert result.exit_code == 2 and "int8" in result.stderr and not (tmp_path / "x").exists()
+
+
+# --- batching by tokens ------------------------------------------------------------------------------
+
+
+def test_a_token_budget_caps_each_batch_by_its_padded_size():
+    from defsent_cli.encoder.tokenize import length_batches
+
+    lengths = [10, 10, 10, 10, 2, 2, 2, 2, 2, 2, 2, 2, 30]
+    batches = [b.tolist() for b in length_batches(lengths, 8, max_tokens=24)]
+    # 30 alone (over the budget); 10s two at a time (2 x 10 <= 24); 2s up to --batch-size 8 (8 x 2 <= 24)
+    assert batches == [[12], [0, 1], [2, 3], [4, 5, 6, 7, 8, 9, 10, 11]]
+    assert [b.tolist() for b in length_batches(lengths, 8)] == [[12, 0, 1, 2, 3], [4, 5, 6, 7, 8, 9, 10, 11]]
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 40, 500)
+    seen = []
+    for batch in length_batches(list(lengths), 64, max_tokens=200):
+        assert len(batch) <= 64 and (len(batch) == 1 or len(batch) * lengths[batch].max() <= 200)
+        seen += batch.tolist()
+    assert sorted(seen) == list(range(500))
+
+
+def test_batch_tokens_gives_the_same_vectors(cli, tiny_bert, sents, tmp_path):
+    ref = _encode(cli, tiny_bert, sents, tmp_path / "a.npy", "--device", "cpu", "-b", "64")
+    got = _encode(cli, tiny_bert, sents, tmp_path / "b.npy", "--device", "cpu", "-b", "64", "--batch-tokens", "20")
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+def test_pad_batch_hand_checked():
+    from defsent_cli.encoder.tokenize import pad_batch
+
+    ids, mask = pad_batch([[5, 6, 7], [8], [9, 10]], pad_id=0)
+    assert ids.tolist() == [[5, 6, 7], [8, 0, 0], [9, 10, 0]] and ids.dtype == torch.long
+    assert mask.tolist() == [[1, 1, 1], [1, 0, 0], [1, 1, 0]] and mask.dtype == torch.long
+
+
+def test_a_ready_sdpa_mask_gives_the_2d_masks_states(tiny_bert):
+    from defsent_cli.encoder.encode import model_mask
+    from defsent_cli.encoder.models import load_model
+
+    model = load_model(tiny_bert, "cpu").model
+    ids = torch.randint(5, 30, (3, 7))
+    mask = torch.ones(3, 7, dtype=torch.long)
+    mask[0, 5:], mask[2, 2:] = 0, 0
+    with torch.inference_mode():
+        ref = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        ours = model(input_ids=ids, attention_mask=model_mask(model, mask, True)).last_hidden_state
+    assert model_mask(model, mask, False) is None
+    torch.testing.assert_close(ours, ref, atol=1e-6, rtol=0)
+
+
+# --- on a CUDA GPU ------------------------------------------------------------------------------------
+
+
+@cuda
+def test_gpu_encode_matches_the_cpu_within_float_noise(cli, tiny_bert, sents, tmp_path):
+    cpu = _encode(cli, tiny_bert, sents, tmp_path / "c.npy", "--device", "cpu")
+    gpu = _encode(cli, tiny_bert, sents, tmp_path / "g.npy", "--device", "cuda", "-b", "5")
+    assert np.abs(_unit(gpu) - _unit(cpu)).max() < 1e-4
+    half = _encode(cli, tiny_bert, sents, tmp_path / "h.npy", "--device", "cuda", "--precision", "fp16")
+    assert np.abs(_unit(half) - _unit(cpu)).max() < 1e-2
+
+
+@cuda
+def test_gpu_training_defaults_to_bf16_where_the_card_has_it(cli, tiny_bert, train_data, tmp_path):
+    dictionary, bank = train_data
+    args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "-o", tmp_path / "g", "-b", "4", "--device", "cuda"]
+    assert cli(*args).exit_code == 0
+    info = json.loads((tmp_path / "g" / "defsent.json").read_text())
+    assert info["precision"] == ("bf16" if torch.cuda.is_bf16_supported() else "fp32")
