@@ -44,15 +44,17 @@ DEVICE = "cuda"  # --smoke-cpu runs every row on the CPU on a few texts, to chec
 
 
 def sync() -> None:
+    import torch
 
     if DEVICE == "cuda":
-        sync()
+        torch.cuda.synchronize()
 
 
 def empty_cache() -> None:
+    import torch
 
     if DEVICE == "cuda":
-        empty_cache()
+        torch.cuda.empty_cache()
 
 
 def definitions(dictionary: Path, n: int, seed: int = 0) -> list[str]:

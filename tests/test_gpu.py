@@ -296,3 +296,18 @@ def test_gpu_training_defaults_to_bf16_where_the_card_has_it(cli, tiny_bert, tra
     assert cli(*args).exit_code == 0
     info = json.loads((tmp_path / "g" / "defsent.json").read_text())
     assert info["precision"] == ("bf16" if torch.cuda.is_bf16_supported() else "fp32")
+
+
+@pytest.mark.parametrize("template", [None, "defsent"])
+def test_tokenising_on_threads_gives_the_ids_of_one_call(tiny_bert, monkeypatch, template):
+    from defsent_cli.encoder import tokenize as tok
+    from defsent_cli.encoder.models import load_tokenizer
+    from defsent_cli.encoder.pooling import build_pooling
+
+    tokenizer = load_tokenizer(tiny_bert)
+    pooling = build_pooling("prompt" if template else "mean", None, template, None, None)
+    texts = [f"{s} {i}" for i, s in enumerate(SENTS * 20)]
+    one = tok.tokenize(texts, tokenizer, pooling, 24)
+    monkeypatch.setattr(tok, "TOKENIZE_CHUNK", 7)  # 69 chunks on every core there is
+    monkeypatch.setattr(tok.os, "cpu_count", lambda: 4)
+    assert tok.tokenize(texts, tokenizer, pooling, 24) == one and len(one) == len(texts)

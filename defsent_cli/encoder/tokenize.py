@@ -3,7 +3,10 @@ and length batches (sorted by length, so padding stays small and mostly absent).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import chain
 
 import numpy as np
@@ -47,12 +50,37 @@ def _tokenize_templated(texts: Sequence[str], tokenizer, template: str, max_leng
     return out
 
 
-def tokenize(texts: Sequence[str], tokenizer, pooling: Pooling, max_length: int) -> list[list[int]]:
-    """Token ids (with special tokens, unpadded) for each text, truncated to ``max_length``."""
-    if pooling.template:
-        return _tokenize_templated(texts, tokenizer, pooling.template, max_length)
+#: Texts per tokenizer call when a long list is split across threads.
+TOKENIZE_CHUNK = 2048
+
+
+def _tokenize_plain(texts: Sequence[str], tokenizer, max_length: int) -> list[list[int]]:
     enc = tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=max_length)
     return [list(ids) for ids in enc["input_ids"]]
+
+
+def tokenize(texts: Sequence[str], tokenizer, pooling: Pooling, max_length: int) -> list[list[int]]:
+    """Token ids (with special tokens, unpadded) for each text, truncated to ``max_length``.
+
+    A long list is tokenised in chunks of :data:`TOKENIZE_CHUNK` on threads, one per core (at most 16):
+    a fast tokenizer releases the GIL while it works, so the chunks run in parallel without the
+    tokenizers library's own thread pool (off here: ``TOKENIZERS_PARALLELISM=false``, which keeps a later
+    fork quiet and safe). The ids are the ones one call gives, in order.
+    """
+    if pooling.template:
+        run = partial(_tokenize_templated, tokenizer=tokenizer, template=pooling.template, max_length=max_length)
+    else:
+        run = partial(_tokenize_plain, tokenizer=tokenizer, max_length=max_length)
+    texts = list(texts)
+    threads = min(16, os.cpu_count() or 1, -(-len(texts) // TOKENIZE_CHUNK))
+    if threads <= 1 or not getattr(tokenizer, "is_fast", False):
+        return run(texts)
+    chunks = [texts[i : i + TOKENIZE_CHUNK] for i in range(0, len(texts), TOKENIZE_CHUNK)]
+    # The first chunk alone: it sets the tokenizer's truncation once, so the threads never change it while
+    # another one encodes (the Rust tokenizer refuses that: "Already borrowed").
+    first = run(chunks[0])
+    with ThreadPoolExecutor(threads, thread_name_prefix="defsent-tokenize") as pool:
+        return first + [ids for part in pool.map(run, chunks[1:]) for ids in part]
 
 
 def pad_id(tokenizer) -> int:
