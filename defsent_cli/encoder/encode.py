@@ -23,7 +23,7 @@ from ..log import note
 from ..space.linalg import l2_normalize
 from .models import LoadedModel
 from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
-from .precision import tf32
+from .precision import no_cudnn_attention, tf32
 from .tokenize import length_batches, pad_batch, to_device, tokenize
 from .tokenize import pad_id as padding_id
 
@@ -185,7 +185,7 @@ def encode_ids(
                 out[np.concatenate([where for where, _ in pending])] = rows
                 pending.clear()
 
-        with torch.inference_mode(), tf32(loaded.precision == "tf32"):
+        with torch.inference_mode(), tf32(loaded.precision == "tf32"), no_cudnn_attention():
             waiting = 0
             for index in batches:
                 pending.append((index, pooled(index)))
