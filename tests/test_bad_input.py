@@ -482,6 +482,47 @@ def test_an_output_never_replaces_an_input_even_with_force(name, argv, w, tmp_pa
     assert snapshot() == before, f"{name} changed its inputs"
 
 
+# ---------------------------------------------------------------------------- options that cannot take effect
+# Given on the command line where they cannot act, an option is warned about (one line, the run goes on);
+# the same option where it acts, or set by its environment variable, is not.
+
+
+def _train(w, o: Path) -> list:
+    return ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--max-steps", "1", "-b", "4"]
+
+
+def _tsdae(w, o: Path, sentences) -> list:
+    return ["tsdae", sentences, "-m", w.bert, "-o", _o(o), "--max-steps", "1", "-b", "2"]
+
+
+INEFFECTIVE = [
+    ("train --eval-on without --eval-every", lambda w, o: [*_train(w, o), "--eval-on", "dev"], {}, "--eval-on has no effect"),
+    ("train --eval-every 0 --eval-on", lambda w, o: [*_train(w, o), "--eval-every", "0", "--eval-on", "stsb-dev"], {}, "--eval-on has no effect"),
+    ("train --data without --eval-every", lambda w, o: [*_train(w, o), "--data", w.data], {}, "--data (the evaluation data) has no effect"),
+    ("train DEFSENT_DATA without --eval-every", lambda w, o: _train(w, o), {"DEFSENT_DATA": "DATA"}, None),
+    ("train --mlm-probability without --mlm-weight", lambda w, o: [*_train(w, o), "--mlm-probability", "0.3"], {}, "--mlm-probability has no effect"),
+    ("train --mlm-probability with --mlm-weight", lambda w, o: [*_train(w, o), "--mlm-weight", "0.1", "--mlm-probability", "0.3"], {}, None),
+    ("train --word-head without --mlm-weight", lambda w, o: [*_train(w, o), "--word-head", "embeddings"], {}, "--word-head has no effect"),
+    ("train --head-lr with --pooler none", lambda w, o: [*_train(w, o), "--pooler", "none", "--head-lr", "1e-3"], {}, "--head-lr has no effect"),
+    ("train --head-lr with a head", lambda w, o: [*_train(w, o), "--pooler", "linear", "--head-lr", "1e-3"], {}, None),
+    ("tsdae --split on a text file", lambda w, o: [*_tsdae(w, o, w.texts), "--split", "all"], {}, "--split has no effect"),
+    ("tsdae --split on a dictionary", lambda w, o: [*_tsdae(w, o, w.dictionary), "--split", "all"], {}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,argv,env,says", INEFFECTIVE, ids=[case[0] for case in INEFFECTIVE])
+def test_an_option_that_cannot_take_effect_is_warned_about(name, argv, env, says, w, tmp_path):
+    env = {k: str(w.data) if v == "DATA" else v for k, v in env.items()}
+    result = _cli(*argv(w, tmp_path), env={"DEFSENT_DATA": "", **env})
+    assert result.exit_code == 0, f"{name}: {result.stderr}"
+    assert (tmp_path / "out" / "model.safetensors").is_file()  # the run went on
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "has no effect" in line]
+    if says is None:
+        assert warned == [], f"{name}: {result.stderr}"
+    else:
+        assert len(warned) == 1 and says in warned[0], f"{name}: {result.stderr}"
+
+
 # ---------------------------------------------------------------------------- interrupted and crafted training state
 
 
