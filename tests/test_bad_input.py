@@ -538,8 +538,9 @@ def _wait_for(predicate, seconds: float = DEADLINE) -> None:
         time.sleep(0.05)
 
 
-def _interrupt_after(w, tmp_path: Path, steps: int, *extra) -> tuple[int, str, Path]:
-    """Train (output in ``tmp_path/work``), SIGINT the run once ``steps`` steps are done; (exit code, stderr, output).
+def _interrupt_after(w, tmp_path: Path, steps: int, *extra) -> tuple[int, str, Path, list[str]]:
+    """Train (output in ``tmp_path/work``), SIGINT the run once ``steps`` steps are done; (exit code, stderr,
+    output, the files in ``tmp_path/work`` when the signal was sent).
 
     tests/pause_after_step.py holds the run still after ``steps`` steps and says so in a marker file: the signal
     is sent at that known point, never raced against the machine's speed (a fast machine finished a run of
@@ -558,25 +559,28 @@ def _interrupt_after(w, tmp_path: Path, steps: int, *extra) -> tuple[int, str, P
         assert marker.is_file(), f"the run ended before step {steps}: {stderr.read_text()}"
         assert marker.read_text() == f"{steps}\n"
         assert process.poll() is None  # still there, waiting
+        files = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=DEADLINE)
     finally:
         if process.poll() is None:
             kill_tree(process.pid)
             process.wait()
-    return code, stderr.read_text(), out
+    return code, stderr.read_text(), out, files
 
 
 def test_an_interrupt_before_the_first_save_leaves_nothing(w, tmp_path):
     args = ["--save-every", "0", "--log-every", "1"]
-    code, stderr, out = _interrupt_after(w, tmp_path, 3, *args)
+    code, stderr, out, files = _interrupt_after(w, tmp_path, 3, *args)
+    assert files == ["ckpt.partial", "ckpt.partial/log.jsonl"]  # what was there when the signal came
     assert code == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr
     assert list(out.parent.iterdir()) == []  # not even the log of the 3 steps done
 
 
 def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silently(w, tmp_path):
-    code, stderr, out = _interrupt_after(w, tmp_path, 3, "--save-every", "2")
+    code, stderr, out, files = _interrupt_after(w, tmp_path, 3, "--save-every", "2")
+    assert "ckpt.partial/state.safetensors" in files and "ckpt" not in files
     assert code == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted"
     state = out.with_name("ckpt.partial") / "state.safetensors"

@@ -123,7 +123,7 @@ LOOPS = 4  # ~10 s each on 2 cores
 
 def test_distributed_training_ends_every_time(setup, tmp_path):
     """Issue 27: a 2-process run could hang for good at exit, after writing its checkpoint (DDP's Reducer freed
-    the gloo group holding the GIL while a gloo worker waited for the GIL; 1 run in 20 here). A short run,
+    the gloo group holding the GIL while a gloo worker waited for the GIL; 1 run in 40 here). A short run,
     saving and gathering every step, run several times in a row: each ends in time, with the same weights."""
     args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
     args += ["--max-steps", "2", "--save-every", "1"]
