@@ -17,14 +17,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .errors import DefsentError
 
-_state: dict[str, Any] = {"initialized": False, "backend": None, "cpu_group": None}
+_state: dict[str, Any] = {"initialized": False, "backend": None, "cpu_group": None, "releases": [], "atexit": False}
 
 
 def _env_int(name: str, default: int) -> int:
@@ -108,13 +108,18 @@ def init(device: Any = "cpu") -> None:
 
     ``device`` is the torch device this process computes on: NCCL for CUDA,
     gloo otherwise.  Call it after validating inputs, so a bad argument fails
-    every rank alike instead of leaving the others waiting.
+    every rank alike instead of leaving the others waiting.  Prefer
+    :func:`session`, which closes the groups in the one safe order.
     """
     if not active() or _state["initialized"]:
         return
     import torch
     import torch.distributed as dist
+    import torch.distributed.nn.functional  # noqa: F401  (before the group: see below)
 
+    # torch.distributed.nn.functional takes ``group.WORLD`` as the default argument of its functions, so
+    # imported while a group exists (DistributedDataParallel imports it) it would hold that group for the
+    # life of the process: destroy() could not free it, and the interpreter would at exit.
     device = torch.device(device)
     backend = "nccl" if device.type == "cuda" else "gloo"
     if backend == "nccl":
@@ -124,33 +129,100 @@ def init(device: Any = "cpu") -> None:
     else:
         dist.init_process_group(backend)
         _state["cpu_group"] = None  # the default (gloo) group
-    _state.update(initialized=True, backend=backend)
-    atexit.register(destroy)
+    _state.update(initialized=True, backend=backend, releases=[])
+    if not _state["atexit"]:  # a group opened outside session() still closes in the safe order
+        atexit.register(destroy, wait=False)
+        _state["atexit"] = True
 
 
 def backend() -> str | None:
     return _state["backend"]
 
 
-def destroy() -> None:
-    """Close the process group (idempotent)."""
+def on_teardown(release: Callable[[], object]) -> None:
+    """Have :func:`destroy` call ``release`` before it closes the groups: ``release`` drops what holds a
+    group from C++, a DistributedDataParallel wrapper above all (see :func:`unwrap`)."""
+    if _state["initialized"]:
+        _state["releases"].append(release)
+
+
+def unwrap(module: Any) -> Any:
+    """The plain module inside a DistributedDataParallel wrapper (``module`` itself if it is not one).
+
+    The wrapper is also cut from its C++ Reducer (and the Reducer's logger), which holds the process group
+    and the gradient buckets: whatever still refers to the wrapper (a traceback's frame, say), the Reducer
+    goes now, while the group is alive, never later as the group's last owner.
+    """
+    import torch
+
+    if not isinstance(module, torch.nn.parallel.DistributedDataParallel):
+        return module
+    for name in ("logger", "reducer"):
+        module.__dict__.pop(name, None)
+    return module.module
+
+
+def destroy(wait: bool = True) -> None:
+    """Close the process groups (idempotent), in the one order that cannot deadlock.
+
+    gloo runs collectives on worker threads, and a worker that frees a finished collective's tensors may
+    need the GIL; the group's C++ destructor joins those workers.  Freed from a DistributedDataParallel
+    wrapper (its Reducer, a C++ object that owns the group and is freed with the GIL held), that join
+    waits for a thread that waits for the GIL: a hang at exit (pytorch/pytorch#56297).  So:
+
+    1. ``wait`` (a normal end): CUDA synchronised and a barrier, so that no collective is pending and no
+       rank still sends to one that is closing;
+    2. what :func:`on_teardown` registered (the DDP wrappers) released and garbage-collected while the
+       groups are alive, so their Reducers never own the last reference;
+    3. the groups destroyed explicitly (the extra gloo group first, then the default one) while this
+       function still holds them; dropping them last frees each through its Python object, which torch
+       frees with the GIL released, so the workers can finish and the join returns.
+
+    After a failure (``wait=False``) the ranks may stand at different collectives, so no barrier: steps 2
+    and 3 only.
+    """
     if not _state["initialized"]:
         return
+    import gc
+
+    import torch
     import torch.distributed as dist
 
-    with contextlib.suppress(Exception):
-        dist.destroy_process_group()
-    _state.update(initialized=False, backend=None, cpu_group=None)
+    groups: list = []
+    try:
+        if wait:
+            if _state["backend"] == "nccl":
+                torch.cuda.synchronize()  # this rank's NCCL work done
+            dist.barrier(group=_state["cpu_group"])  # every rank's: the gloo group (the default one on CPU)
+    finally:
+        releases, _state["releases"] = _state["releases"], []
+        for release in reversed(releases):
+            with contextlib.suppress(Exception):
+                release()
+        releases.clear()
+        gc.collect()
+        with contextlib.suppress(Exception):
+            groups = [g for g in (_state["cpu_group"], dist.distributed_c10d._get_default_group()) if g is not None]
+        if _state["cpu_group"] is not None:
+            with contextlib.suppress(Exception):
+                dist.destroy_process_group(_state["cpu_group"])
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+        _state.update(initialized=False, backend=None, cpu_group=None)
+        groups.clear()  # the last references: freed with the GIL released (see step 3)
 
 
 @contextlib.contextmanager
 def session(device: Any = "cpu") -> Iterator[None]:
-    """``init`` on entry, ``destroy`` on exit; a no-op in one process."""
+    """``init`` on entry, :func:`destroy` on exit (after a barrier when the block ended normally); a no-op in
+    one process.  Every command that runs under torchrun opens its groups here."""
     init(device)
+    ended = False
     try:
         yield
+        ended = True
     finally:
-        destroy()
+        destroy(wait=ended)
 
 
 def _require() -> None:

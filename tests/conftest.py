@@ -396,3 +396,63 @@ def topic_encoder(texts):
 
     axes = list(TOPICS.values())
     return np.asarray([[1.0 if word in t.split() else 0.0 for word in axes] for t in texts], dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- subprocesses with a deadline
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (Linux ``/proc``; torchrun starts its workers in sessions of their own,
+    so a process group does not hold them)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo.extend(children.get(tree[-1], []))
+    return tree
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and everything it started (collected first: killed parents orphan their children)."""
+    import signal
+
+    for member in process_tree(pid):
+        try:
+            os.kill(member, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def run_bounded(cmd: list, timeout: float, *, check: bool = False, **kwargs):
+    """``subprocess.run`` that cannot stall the suite: past ``timeout`` seconds the command and every process
+    it started are killed and the test fails with the command's stderr (a hang is a failure, not a wait)."""
+    import subprocess
+
+    if kwargs.pop("capture_output", False):
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    data = kwargs.pop("input", None)
+    if data is not None:
+        kwargs["stdin"] = subprocess.PIPE
+    cmd = [str(c) for c in cmd]
+    with subprocess.Popen(cmd, **kwargs) as process:
+        try:
+            out, err = process.communicate(data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(process.pid)
+            try:
+                out, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                out, err = None, None
+            tail = err.decode(errors="replace")[-2000:] if isinstance(err, bytes) else (err or "")[-2000:]
+            pytest.fail(f"did not finish in {timeout:g} s (a hang?), killed: {' '.join(cmd)}\n{tail}")
+    if check and process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, cmd, out, err)
+    return subprocess.CompletedProcess(cmd, process.returncode, out, err)

@@ -2,23 +2,30 @@
 
 Training: the same global batch gives the same weights (float noise); a run
 killed mid-way resumes under torchrun.  Encoding and embed-entries: the same
-rows in the same order.  Plus the single-process no-op contract of
-``defsent_cli.distributed`` and the float16 bank loss.
+rows in the same order.  Every torchrun run pins ``--device cpu`` (these are tests of the gloo path; on a GPU
+machine ``auto`` would pick NCCL) and has a deadline: a run that hangs fails in minutes instead of stalling
+the suite.  A short training runs several times in a row, for the hang at exit of issue 27.  Plus the
+single-process no-op contract of ``defsent_cli.distributed``, the order in which it tears a group down, and
+the float16 bank loss.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import shutil
-import subprocess
+import socket
 import sys
+import weakref
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS
+from conftest import CORPUS, run_bounded
 
 from defsent_cli import distributed
 from defsent_cli.errors import DefsentError
@@ -34,11 +41,13 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 # a wrongly scaled loss (say, forgetting that DDP averages) moves the weights by
 # ~1e-3 instead of ~1e-7.  Adam's default eps 1e-6 is blind to such a scale.
 TRAIN = ["--batch-size", "4", "--lr", "1e-2", "--adam-eps", "1", "--max-grad-norm", "1000", "--seed", "3"]
-TRAIN += ["--log-every", "1", "--save-every", "2"]
+TRAIN += ["--log-every", "1", "--save-every", "2", "--device", "cpu"]
+CPU = ["--device", "cpu"]
+DEADLINE = 300  # seconds; a 2-process run of the tiny model takes ~10 s on 2 cores
 
 
-def _run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], env=kwargs.pop("env", ENV), capture_output=True, **kwargs)
+def _run(cmd: list, timeout: float = DEADLINE, **kwargs):
+    return run_bounded(cmd, timeout, env=kwargs.pop("env", ENV), capture_output=True, **kwargs)
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -69,7 +78,7 @@ def setup(tmp_path_factory, tiny_bert) -> dict:
     dictionary = root / "dict.jsonl"
     dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
     bank = root / "bank.h5"
-    _run([*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank], check=True)
+    _run([*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank, *CPU], check=True)
     single = root / "single"
     _run([*DEFSENT, "train", dictionary, "--bank", bank, "-m", model, "-o", single, *TRAIN], check=True)
     return {"root": root, "model": model, "dictionary": dictionary, "bank": bank, "single": single}
@@ -109,14 +118,36 @@ def test_distributed_training_resumes_after_a_kill(setup):
     assert steps == list(range(1, 8))
 
 
+LOOPS = 4  # ~10 s each on 2 cores
+
+
+def test_distributed_training_ends_every_time(setup, tmp_path):
+    """Issue 27: a 2-process run could hang for good at exit, after writing its checkpoint (DDP's Reducer freed
+    the gloo group holding the GIL while a gloo worker waited for the GIL; 1 run in 40 here). A short run,
+    saving and gathering every step, run several times in a row: each ends in time, with the same weights."""
+    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
+    args += ["--max-steps", "2", "--save-every", "1"]
+    runs = [tmp_path / f"run-{i}" for i in range(LOOPS)]
+    for out in runs:
+        run = _run([*TORCHRUN, *args, "-o", out])
+        assert run.returncode == 0, run.stderr.decode()
+        info = json.loads((out / "defsent.json").read_text())
+        assert info["processes"] == 2 and info["steps"] == 2
+        assert not out.with_name(out.name + ".partial").exists()
+    base = {k.removeprefix("bert."): v for k, v in _weights(setup["model"]).items()}
+    moved = _weights(runs[0])
+    assert max(float((moved[k] - base[k]).abs().max()) for k in moved) > 1e-3  # the runs trained
+    assert max(_max_diff(runs[0], out) for out in runs[1:]) < 1e-7
+
+
 def test_distributed_encode_from_stdin_equals_one_process(setup, cli, tmp_path):
     texts = [" ".join(CORPUS[i % len(CORPUS)].split()[: 2 + i % 7]) + f" {i}" for i in range(37)]
     source = tmp_path / "sents.txt"
     source.write_text("\n".join(texts) + "\n")
     single = tmp_path / "single.npy"
-    assert cli("encode", "-m", setup["model"], "-b", "4", "-i", source, "-o", single).exit_code == 0
+    assert cli("encode", "-m", setup["model"], "-b", "4", "-i", source, "-o", single, *CPU).exit_code == 0
     with open(source, "rb") as stdin:
-        run = _run([*TORCHRUN, "encode", "-m", setup["model"], "-b", "4"], stdin=stdin)
+        run = _run([*TORCHRUN, "encode", "-m", setup["model"], "-b", "4", *CPU], stdin=stdin)
     assert run.returncode == 0, run.stderr.decode()
     import io
 
@@ -132,7 +163,7 @@ def test_distributed_embed_entries_equals_one_process(setup, tmp_path):
     from defsent_cli.formats.bank import read_bank
 
     out = tmp_path / "bank.h5"
-    run = _run([*TORCHRUN, "embed-entries", setup["dictionary"], "-m", setup["model"], "-b", "3", "-o", out])
+    run = _run([*TORCHRUN, "embed-entries", setup["dictionary"], "-m", setup["model"], "-b", "3", "-o", out, *CPU])
     assert run.returncode == 0, run.stderr.decode()
     assert run.stderr.decode().count("wrote ") == 1
     ours, theirs = read_bank(out), read_bank(setup["bank"])
@@ -151,6 +182,81 @@ def test_one_process_is_a_no_op():
     with distributed.session("cpu"):
         distributed.barrier()
     assert not torch.distributed.is_initialized()
+
+
+@pytest.fixture
+def one_rank_group(monkeypatch):
+    """A real gloo group of one process, opened by ``distributed.init`` as under torchrun."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(distributed, "active", lambda: True)  # world 1 is a no-op otherwise
+    yield
+    distributed.destroy(wait=False)
+    assert not torch.distributed.is_initialized()
+
+
+def _gloo_threads() -> int:
+    """gloo's worker threads in this process (alive while a gloo group is)."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as fh:
+            names.append(fh.read().strip())
+    return names.count("pt_gloo_runloop")
+
+
+def test_teardown_frees_the_ddp_reducer_before_the_group_and_the_group_for_good(one_rank_group, monkeypatch):
+    """The order of issue 27's fix: the DDP wrapper's Reducer (a C++ owner of the group, freed with the GIL held)
+    goes while the group is alive, even if something still holds the wrapper (a traceback); the group is then
+    destroyed, and freed for good once its last Python reference goes (torch frees those with the GIL
+    released), its gloo workers joined, not left for the interpreter's exit."""
+    import torch.distributed as dist
+
+    before = _gloo_threads()
+    with distributed.session("cpu"):
+        assert distributed.initialized() and _gloo_threads() > before
+        trainer = SimpleNamespace(net=torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2)))
+        trainer.net(torch.ones(4, 3)).sum().backward()
+        distributed.all_reduce_sum(1.0)
+        held = trainer.net  # as a traceback's frame would
+        reducer = weakref.ref(held.reducer)
+        distributed.on_teardown(lambda: setattr(trainer, "net", distributed.unwrap(trainer.net)))
+        seen = []
+        real = dist.destroy_process_group
+
+        def spy(group=None):
+            seen.append((reducer() is None, dist.is_initialized(), _gloo_threads() > before))
+            real(group)
+
+        monkeypatch.setattr(dist, "destroy_process_group", spy)
+    assert seen == [(True, True, True)]  # the Reducer gone first, the group still open
+    assert type(trainer.net) is torch.nn.Linear and held.module is trainer.net
+    assert not dist.is_initialized() and not distributed.initialized()
+    del held  # its Python reference to the group was the last one: the group is freed with the GIL released
+    gc.collect()
+    assert _gloo_threads() == before  # freed for good: the workers were joined
+
+
+def test_a_failed_session_closes_without_waiting_for_the_other_ranks(one_rank_group, monkeypatch):
+    """After an error the ranks may stand at different collectives: no barrier then (it could wait forever);
+    a normal end waits for every rank once."""
+    import torch.distributed as dist
+
+    barriers = []
+    real = dist.barrier
+    monkeypatch.setattr(dist, "barrier", lambda *a, **k: barriers.append(1) or real(*a, **k))
+    before = _gloo_threads()
+    with pytest.raises(KeyboardInterrupt), distributed.session("cpu"):
+        distributed.all_reduce_sum(1.0)
+        raise KeyboardInterrupt
+    assert barriers == [] and not dist.is_initialized()
+    assert _gloo_threads() == before  # the group freed within the session's end
+    with distributed.session("cpu"):
+        distributed.all_reduce_sum(1.0)
+    assert barriers == [1] and not dist.is_initialized() and _gloo_threads() == before
 
 
 def test_rank_helpers_under_a_torchrun_environment(monkeypatch):

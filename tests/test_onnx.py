@@ -87,6 +87,42 @@ def test_read_only_model_folder_caches_elsewhere(cli, bert, sents, tmp_path, mon
     assert len(list((tmp_path / "cache").rglob("defsent-fp32-*.onnx"))) == 1
 
 
+def test_the_user_cache_is_defsent_cache_else_xdg_else_home(monkeypatch, tmp_path):
+    from defsent_cli.encoder.onnx_runtime import user_cache
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("DEFSENT_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert user_cache() == tmp_path / "home" / ".cache" / "defsent"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache() == tmp_path / "xdg" / "defsent"
+    monkeypatch.setenv("DEFSENT_CACHE", str(tmp_path / "mine"))
+    assert user_cache() == tmp_path / "mine"
+
+
+def test_a_model_inside_an_installed_package_caches_in_the_user_cache(
+    cli, tiny_bert, sents, tmp_path, monkeypatch, library_log
+):
+    """A pip-installed model (site-packages) is pip's folder: the graph goes to the user's cache, even though the
+    folder could be written, and is found there the next time."""
+    from defsent_cli.encoder.onnx_runtime import installed
+
+    model = Path(shutil.copytree(tiny_bert, tmp_path / "lib" / "python3" / "site-packages" / "pkg" / "model"))
+    assert installed(model) and not installed(tmp_path) and installed(tmp_path / "usr" / "dist-packages")
+    monkeypatch.delenv("DEFSENT_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    first = _encode(cli, model, sents, tmp_path / "f.npy", "--runtime", "onnx")
+    assert not (model / "onnx").exists() and sorted(p.name for p in model.iterdir()) == sorted(
+        p.name for p in tiny_bert.iterdir()
+    )  # nothing written into the package
+    graphs = list((tmp_path / "xdg" / "defsent" / "onnx").rglob("defsent-fp32-*.onnx"))
+    assert len(graphs) == 1
+    library_log.clear()
+    again = _encode(cli, model, sents, tmp_path / "g.npy", "--runtime", "onnx")
+    assert ("info", f"ONNX Runtime fp32 (cached {graphs[0]})") in library_log
+    np.testing.assert_array_equal(again, first)
+
+
 def test_poolings_the_graph_cannot_serve_run_on_torch_with_a_notice(cli, bert, sents, tmp_path):
     ref = _encode(cli, bert, sents, tmp_path / "t.npy", "--pooling", "first-last", "--device", "cpu")  # ONNX's
     result = cli(

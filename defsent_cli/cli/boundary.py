@@ -16,7 +16,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from .. import distributed
 from ..console import err_console
 from ..errors import DefsentError
 from ..io import as_os_error, is_io_failure
-from ..log import logger
+from ..log import logger, warn
 
 
 class _ConsoleHandler(logging.Handler):
@@ -141,6 +141,16 @@ def check_outputs_spare_inputs(kwargs: dict[str, Any]) -> None:
             if source == where or where in source.parents:
                 what = "is the input" if source == where else "is a folder holding the input"
                 raise DefsentError(f"--{name} {what} {input_path}; write the output elsewhere", path=path)
+
+
+def warn_ineffective(ctx: typer.Context, cases: Iterable[tuple[str, bool, str]]) -> None:
+    """One warning for each option given on the command line that cannot take effect in this call: ``cases``
+    are (parameter name, whether it cannot, what to say). An option left at its default, or set by its
+    environment variable (``DEFSENT_DATA``, a standing setting rather than a request), is never warned about."""
+    for name, ineffective, message in cases:
+        source = ctx.get_parameter_source(name) if ineffective else None
+        if source is not None and source.name == "COMMANDLINE":
+            warn(message)
 
 
 def guard(fn: Callable) -> Callable:

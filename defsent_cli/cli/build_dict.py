@@ -64,6 +64,7 @@ def build_dict(
     ] = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     stats: Annotated[bool, typer.Option("--stats", help="Print the dictionary statistics table (stderr).")] = False,
+    show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
     """Build a dictionary JSONL from WordNet and/or dictionary files (merged case-insensitively).
@@ -87,7 +88,7 @@ def build_dict(
         seed=seed,
     )
     inputs = default_sources(wordnet, [(path, opt.value(fmt)) for path in sources or []])
-    entries = build_dictionary(inputs, settings)
+    entries = build_dictionary(inputs, settings, show_progress=show_progress)
     write_dictionary(output, entries)
     n_defs = sum(len(e.definitions) for e in entries)
     names = sorted({s for e in entries for s in e.sources})

@@ -23,7 +23,7 @@ from ..training.config import (
 )
 from ..training.run import train
 from . import options as opt
-from .boundary import guard
+from .boundary import guard, warn_ineffective
 
 Pooler = opt.choices("Pooler", POOLER_MODES)
 
@@ -43,6 +43,7 @@ def _defaults(objective: str) -> str:
 
 
 def train_command(
+    ctx: typer.Context,
     dictionary: Annotated[
         Path,
         typer.Argument(
@@ -248,6 +249,21 @@ def train_command(
     """
     objective_name = opt.value(objective)
     defaults = OBJECTIVE_DEFAULTS[objective_name]
+    never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"
+    warn_ineffective(
+        ctx,
+        [
+            ("eval_on", not eval_every, f"--eval-on has no effect: {never}"),
+            ("data", not eval_every, f"--data (the evaluation data) has no effect: {never}"),
+            ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)"),
+            (
+                "word_head",
+                objective_name == "defsent-plus" and not mlm_weight,
+                "--word-head has no effect: --objective defsent-plus uses a word head only for --mlm-weight",
+            ),
+            ("head_lr", opt.value(pooler) == "none", "--head-lr has no effect: --pooler none has no head to train"),
+        ],
+    )
     config = TrainConfig(
         objective=objective_name,
         word_head=opt.value(word_head) or "mlm",

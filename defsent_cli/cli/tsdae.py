@@ -12,13 +12,14 @@ from ..training.config import TrainConfig
 from ..training.run import tsdae
 from ..training.tsdae import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS
 from . import options as opt
-from .boundary import guard
+from .boundary import guard, warn_ineffective
 
 TsdaePooling = opt.choices("TsdaePooling", TSDAE_POOLINGS)
 SentenceSplit = opt.choices("SentenceSplit", DICTIONARY_SPLITS)
 
 
 def tsdae_command(
+    ctx: typer.Context,
     sentences: Annotated[
         Path,
         typer.Argument(
@@ -66,6 +67,17 @@ def tsdae_command(
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
     for embed-entries, train (as --model) and every eval-*.
     """
+    warn_ineffective(
+        ctx,
+        [
+            (
+                "split",
+                sentences.suffix.lower() != ".jsonl",
+                f"--split has no effect: it picks a dictionary's definitions, and {sentences} is a text file "
+                "(every line is used)",
+            )
+        ],
+    )
     config = TrainConfig(
         pooling=opt.value(pooling),
         lr=lr,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..console import make_progress
 from ..errors import DefsentError
 from ..formats.dictionary import SPLITS, Entry
 from ..log import warn
@@ -231,14 +232,31 @@ def default_sources(wordnet: Path | None, sources: Sequence[tuple[Path, str]]) -
     return inputs
 
 
-def build_dictionary(inputs: Sequence[tuple[Path, str]], settings: BuildSettings) -> list[Entry]:
-    """Read every source, merge case-insensitively, then filter, sample, cut and split (in that order)."""
+def build_dictionary(
+    inputs: Sequence[tuple[Path, str]], settings: BuildSettings, show_progress: bool | None = None
+) -> list[Entry]:
+    """Read every source, merge case-insensitively, then filter, sample, cut and split (in that order).
 
-    def items():
-        for path, fmt in inputs:
-            yield from read_source(path, fmt, encoding=settings.encoding, include_examples=settings.include_examples)
+    ``show_progress``: a bar on stderr counting the definitions read (None: on unless DEFSENT_NO_PROGRESS).
+    """
+    with make_progress("definitions", show_progress) as progress:
+        task = progress.add_task("reading", total=None)
 
-    entries = merge(items(), lowercase=settings.lowercase)
+        def items():
+            for path, fmt in inputs:
+                progress.update(task, description=f"reading {Path(path).name}")
+                read = 0
+                for item in read_source(
+                    path, fmt, encoding=settings.encoding, include_examples=settings.include_examples
+                ):
+                    yield item
+                    read += len(item.definitions) if isinstance(item, Entry) else 1
+                    if read >= 1000:  # the bar in steps, not per definition
+                        progress.advance(task, read)
+                        read = 0
+                progress.advance(task, read)
+
+        entries = merge(items(), lowercase=settings.lowercase)
     if settings.tokenizer is not None:
         entries = single_token(entries, settings.tokenizer)
     entries = min_definitions(entries, settings.min_definitions)

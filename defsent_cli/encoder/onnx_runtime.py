@@ -13,8 +13,10 @@ No operator fusion (ONNX Runtime's transformer optimizer): measured on all-MiniL
 the fused graph was slower in both precisions with batches on worker threads (int8: 764 against
 1,570 sentences/s on the STS-B test sentences), so the plain export is the one quantized and run.
 
-Exported graphs are cached in the model folder (``MODEL/onnx/defsent-<precision>-<key>.onnx``), or in
-``$DEFSENT_CACHE`` (default ``~/.cache/defsent``) when the folder cannot be written. The key is a hash
+Exported graphs are cached in the model folder (``MODEL/onnx/defsent-<precision>-<key>.onnx``), or in the
+user's cache (:func:`user_cache`: ``$DEFSENT_CACHE``, else ``$XDG_CACHE_HOME/defsent``, else
+``~/.cache/defsent``) when the folder cannot be written or belongs to an installed package (a folder under
+``site-packages`` or ``dist-packages`` is pip's, not ours to write into). The key is a hash
 of the weights, the config and the export settings, so a changed model never uses a stale graph (and
 the stale file is removed when the new one is written). Poolings that read other layers (``--layers``,
 ``first-last``) or attention probabilities (``ditto``) run on torch, with a one-line notice.
@@ -97,11 +99,29 @@ def weights_key(loaded: LoadedModel, precision: str) -> str:
     return digest.hexdigest()[:16]
 
 
+INSTALLED = ("site-packages", "dist-packages")  # the folders Python installs packages into
+
+
+def user_cache() -> Path:
+    """defsent's folder in the user's cache: ``$DEFSENT_CACHE``, else ``$XDG_CACHE_HOME/defsent``, else
+    ``~/.cache/defsent``."""
+    if os.environ.get("DEFSENT_CACHE"):
+        return Path(os.environ["DEFSENT_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "defsent"
+
+
+def installed(folder: Path) -> bool:
+    """True for a folder inside an installed package (under ``site-packages`` or ``dist-packages``)."""
+    return any(part in INSTALLED for part in Path(folder).resolve().parts)
+
+
 def cache_candidates(loaded: LoadedModel) -> list[Path]:
-    """Where graphs are kept: the model folder first, then the user cache."""
-    folder = Path(loaded.transformer_dir or loaded.path) / "onnx"
-    user = Path(os.environ.get("DEFSENT_CACHE") or Path.home() / ".cache" / "defsent") / "onnx"
-    return [folder, user / hashlib.sha256(str(Path(loaded.path).resolve()).encode()).hexdigest()[:16]]
+    """Where graphs are kept: the model folder first (unless it belongs to an installed package), then the
+    user's cache, in a folder per model folder."""
+    model_dir = Path(loaded.transformer_dir or loaded.path)
+    user = user_cache() / "onnx" / hashlib.sha256(str(Path(loaded.path).resolve()).encode()).hexdigest()[:16]
+    return [user] if installed(model_dir) else [model_dir / "onnx", user]
 
 
 def _writable(folder: Path) -> bool:

@@ -118,6 +118,8 @@ def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: boo
             elif resume:
                 say(f"no saved state in {work_dir}: starting from step 0")
             trainer.distribute()
+            # the DDP wrapper goes before the process groups do, whatever ends the run (distributed.destroy)
+            distributed.on_teardown(lambda: setattr(trainer, "net", distributed.unwrap(trainer.net)))
             processes = f", {trainer.world} processes" if trainer.world > 1 else ""
             say(f"{trainer.describe()}{processes})")
             trainer.run(work_dir, show_progress)
