@@ -311,3 +311,28 @@ def test_tokenising_on_threads_gives_the_ids_of_one_call(tiny_bert, monkeypatch,
     monkeypatch.setattr(tok, "TOKENIZE_CHUNK", 7)  # 69 chunks on every core there is
     monkeypatch.setattr(tok.os, "cpu_count", lambda: 4)
     assert tok.tokenize(texts, tokenizer, pooling, 24) == one and len(one) == len(texts)
+
+
+def test_deterministic_changes_nothing_on_the_cpu_and_leaves_torch_as_it_was(cli, tiny_bert, train_data, tmp_path):
+    from safetensors.torch import load_file
+
+    dictionary, bank = train_data
+    plain = _train(cli, dictionary, bank, tiny_bert, tmp_path / "plain")
+    strict = _train(cli, dictionary, bank, tiny_bert, tmp_path / "strict", "--deterministic")
+    assert strict["config"]["deterministic"] and not plain["config"]["deterministic"]
+    a, b = (
+        load_file(str(tmp_path / "plain" / "model.safetensors")),
+        load_file(str(tmp_path / "strict" / "model.safetensors")),
+    )
+    assert all(torch.equal(a[k], b[k]) for k in a)  # the CPU is deterministic as it is
+    assert not torch.are_deterministic_algorithms_enabled()  # switched back after the run
+    assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+
+
+def test_tsdae_records_its_precision(cli, tiny_bert, tmp_path):
+    pytest.importorskip("sentence_transformers")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTS) + "\n")
+    result = cli("tsdae", corpus, "-m", tiny_bert, "-o", tmp_path / "t", "--max-steps", "2", "--device", "cpu")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "t" / "defsent.json").read_text())["precision"] == "fp32"

@@ -196,6 +196,7 @@ class TsdaeTrainer(Trainer):
             "deletion": self.deletion,
             "split": self.split if self.dictionary.suffix.lower() == ".jsonl" else None,
             "config": asdict(config),
+            "precision": self.precision,
             "steps": self.step,
             "max_length": self.max_length,
             "seconds": round(self.elapsed, 1),
