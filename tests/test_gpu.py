@@ -336,3 +336,15 @@ def test_tsdae_records_its_precision(cli, tiny_bert, tmp_path):
     result = cli("tsdae", corpus, "-m", tiny_bert, "-o", tmp_path / "t", "--max-steps", "2", "--device", "cpu")
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "t" / "defsent.json").read_text())["precision"] == "fp32"
+
+
+def test_a_diverging_run_stops_at_the_first_read_of_its_loss_and_leaves_nothing(cli, tiny_bert, train_data, tmp_path):
+    """The loss is read only when a row is logged (or before a save): a non-finite loss still stops the run
+    there, naming the steps, and nothing is written."""
+    dictionary, bank = train_data
+    out = tmp_path / "nan"
+    args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "-o", out, "-b", "4", "--device", "cpu"]
+    result = cli(*args, "--lr", "1e30", "--pooler", "linear", "--log-every", "3", "--save-every", "0")
+    assert result.exit_code != 0
+    assert "loss became nan between steps" in result.stderr and "lower --lr" in result.stderr
+    assert not out.exists() and not (tmp_path / "nan.partial").exists()
