@@ -11,9 +11,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..encoder.onnx_runtime import describe
 from ..errors import DefsentError
-from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
 from ..io import check_output, read_texts
 from . import options as opt
 from .boundary import guard
@@ -62,6 +60,9 @@ def encode_command(
 
     Under torchrun the processes share the work and rank 0 writes the one output.
     """
+    from ..encoder.onnx_runtime import describe  # torch and numpy: imported by the command, not by --help
+    from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
+
     spec = opt.encode_spec(
         pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
     )

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..evaluation.cluster import DEFAULT_RUNS, evaluate_cluster
-from ..evaluation.cluster_data import CLUSTER_TASKS, load_cluster_tasks
+from ..evaluation.choices import CLUSTER_TASKS, DEFAULT_RUNS
 from . import options as opt
 from .boundary import guard
 from .render import cluster_table
@@ -72,6 +71,9 @@ def eval_cluster(
     set's chain is fitted on that set's texts.
     """
     import torch
+
+    from ..evaluation.cluster import evaluate_cluster
+    from ..evaluation.cluster_data import load_cluster_tasks
 
     spec = opt.encode_spec(
         pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file

@@ -11,9 +11,7 @@ import typer
 
 from ..console import err_console, say
 from ..errors import DefsentError
-from ..formats.vectors import load_space
 from ..io import check_output, write_json, write_stdout
-from ..space.isotropy import space_report
 from . import options as opt
 from .boundary import guard
 from .render import inspect_table
@@ -102,6 +100,9 @@ def inspect(
       defsent inspect -m ckpt/ --pooling mean --post whiten -d ../shared/data \\
           -o geometry.json
     """
+    from ..formats.vectors import load_space  # numpy: imported by the command, not by --help
+    from ..space.isotropy import space_report
+
     if not paths and not model:
         raise DefsentError("nothing to inspect: give bank or vector files, or --model PATH")
     if output is not None:

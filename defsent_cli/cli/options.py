@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
-from ..encoder.word_head import WORD_HEADS
 from ..formats.dictionary import SPLITS
 from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
 

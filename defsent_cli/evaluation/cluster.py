@@ -23,10 +23,9 @@ import numpy as np
 from ..console import make_progress
 from ..errors import DefsentError
 from ..formats.results import number, results_header
+from .choices import DEFAULT_RUNS
 from .cluster_data import ClusterTask, load_cluster_tasks
 from .common import as_encoder, encode_unique, mean_or_none, mean_sd
-
-DEFAULT_RUNS = 10
 
 
 def contingency(labels: np.ndarray, clusters: np.ndarray) -> np.ndarray:
