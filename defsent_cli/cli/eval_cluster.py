@@ -58,6 +58,7 @@ def eval_cluster(
     post: opt.Post = None,
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
+    normalize: opt.Normalize = None,
 ) -> None:
     """Short-text clustering: k-means (k = classes) on frozen embeddings; accuracy (Hungarian) and NMI x100.
 
@@ -76,7 +77,7 @@ def eval_cluster(
     from ..evaluation.cluster_data import load_cluster_tasks
 
     spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
     )
     check_results_output(output, force)
     models = expand_models(model)

@@ -75,6 +75,7 @@ def eval_senteval(
     post: opt.Post = None,
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
+    normalize: opt.Normalize = None,
 ) -> None:
     """SentEval transfer tasks: a logistic-regression probe (SentEval's nhid 0 classifier) on frozen features.
 
@@ -92,7 +93,7 @@ def eval_senteval(
     from ..evaluation.senteval_data import load_transfer_tasks
 
     spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
     )
     check_results_output(output, force)
     check_options(opt.value(config), opt.value(mrpc_features))

@@ -88,6 +88,7 @@ def inspect(
     post: opt.Post = None,
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
+    normalize: opt.Normalize = None,
 ) -> None:
     """Isotropy figures (mean cosine, variance shares, I(W), IsoScore, skewness / kurtosis) of entry spaces,
     optional plot; or of a model's sentence embeddings, with alignment and uniformity.
@@ -122,7 +123,17 @@ def inspect(
         from ..evaluation.geometry import GeometryData, sentence_geometry
 
         spec = opt.encode_spec(
-            pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+            pooling,
+            layers,
+            template,
+            ditto_head,
+            weighting,
+            idf_corpus,
+            drop_tokens,
+            post,
+            fit_on,
+            post_file,
+            normalize,
         )
         models = expand_models(model)
         inputs = GeometryData.load(data, corpus, limit, seed, stsb)  # data problems surface before a model loads
