@@ -18,11 +18,12 @@ import atexit
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import DefsentError
+
+if TYPE_CHECKING:  # numpy (like torch) only where work is split: the command line's error boundary imports this
+    import numpy as np
 
 _state: dict[str, Any] = {"initialized": False, "backend": None, "cpu_group": None, "releases": [], "atexit": False}
 
@@ -243,6 +244,8 @@ def barrier() -> None:
 
 def shard(indices: Sequence | np.ndarray) -> np.ndarray:
     """This rank's contiguous slice of ``indices`` (sizes differ by at most one; may be empty)."""
+    import numpy as np
+
     indices = np.asarray(indices)
     if not active():
         return indices
@@ -312,6 +315,8 @@ def gather_rows(rows: np.ndarray, index: np.ndarray, n: int) -> np.ndarray | Non
     Returns the matrix on rank 0 and ``None`` on the other ranks; in one process,
     ``rows`` placed at ``index``.
     """
+    import numpy as np
+
     parts = gather_object((np.asarray(index, dtype=np.int64), rows))
     if parts is None:
         return None

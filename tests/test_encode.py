@@ -122,6 +122,66 @@ def test_cli_crlf_input_and_files(cli, tiny_bert, tmp_path, bert):
     np.testing.assert_allclose(np.load(out), encode(SENTS, bert, "mean", normalize_embeddings=True), atol=1e-6)
 
 
+def test_cli_honours_a_sentence_transformers_normalize_module(cli, tiny_st, tmp_path):
+    """A folder whose modules.json ends in Normalize gives unit vectors by default (as sentence-transformers
+    does); --no-normalize gives the raw pooled vectors; the .h5 says which and why."""
+    raw = encode(SENTS, load_model(tiny_st, "cpu"))  # the Transformer + Pooling modules alone
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0, atol=1e-3)  # so normalising is visible
+
+    default = cli("encode", "-m", tiny_st, input="\n".join(SENTS) + "\n")
+    assert default.exit_code == 0, default.stderr
+    np.testing.assert_allclose(npy(default), raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
+    assert "normalised: the model folder's Normalize module" in default.stderr
+
+    off = cli("encode", "-m", tiny_st, "--no-normalize", input="\n".join(SENTS) + "\n")
+    assert off.exit_code == 0, off.stderr
+    np.testing.assert_allclose(npy(off), raw, atol=1e-6)
+    assert "not normalised: --no-normalize" in off.stderr
+
+    for flag, normalized, by in (
+        ((), True, "the model folder's Normalize module"),
+        (("--no-normalize",), False, "--no-normalize"),
+    ):
+        out = tmp_path / f"v{len(flag)}.h5"
+        assert cli("encode", "-m", tiny_st, "-i", "-", "-o", out, *flag, input="\n".join(SENTS)).exit_code == 0
+        with h5py.File(out, "r") as h5:
+            assert bool(h5.attrs["normalized"]) is normalized
+            assert json.loads(h5.attrs["encoding"])["normalization"] == {"normalized": normalized, "by": by}
+
+
+def test_cli_plain_transformers_folder_is_not_normalized_by_default(cli, tiny_bert, bert, tmp_path):
+    out = tmp_path / "v.h5"
+    result = cli("encode", "-m", tiny_bert, "-i", "-", "-o", out, input="\n".join(SENTS))
+    assert result.exit_code == 0, result.stderr
+    with h5py.File(out, "r") as h5:
+        np.testing.assert_allclose(h5["vectors"][()], encode(SENTS, bert), atol=1e-6)
+        assert not h5.attrs["normalized"]
+        assert json.loads(h5.attrs["encoding"])["normalization"] == {
+            "normalized": False,
+            "by": "the model folder has no Normalize module",
+        }
+
+
+def test_cli_normalize_comes_after_the_post_processing(cli, tiny_st, tmp_path):
+    """--post is fitted on and applied to the raw vectors; the folder's Normalize comes last."""
+    from defsent_cli.space.postprocess import parse_post
+
+    raw = encode(SENTS, load_model(tiny_st, "cpu"))
+    expected = parse_post(["zscore"]).fit_transform(raw)
+    result = cli("encode", "-m", tiny_st, "--post", "zscore", input="\n".join(SENTS) + "\n")
+    assert result.exit_code == 0, result.stderr
+    np.testing.assert_allclose(npy(result), expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-5)
+    fit = tmp_path / "fit.txt"
+    fit.write_text("\n".join(SENTS[::-1] + ["one more sentence to fit on"]) + "\n")
+    fitted = parse_post(["zscore"]).fit(
+        encode(SENTS[::-1] + ["one more sentence to fit on"], load_model(tiny_st, "cpu"))
+    )
+    on = cli("encode", "-m", tiny_st, "--post", "zscore", "--fit-on", fit, input="\n".join(SENTS) + "\n")
+    assert on.exit_code == 0, on.stderr
+    chained = fitted.transform(raw)
+    np.testing.assert_allclose(npy(on), chained / np.linalg.norm(chained, axis=1, keepdims=True), atol=1e-5)
+
+
 def test_cli_blank_line_names_the_line(cli, tiny_bert):
     result = cli("encode", "-m", tiny_bert, input="a dog\n\na cat\n")
     assert result.exit_code == 2

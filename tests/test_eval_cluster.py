@@ -135,6 +135,52 @@ def test_cli_end_to_end(cli, tiny_bert, more, tmp_path):
     assert "accuracy" in with_post.stdout  # without -o the table is the output
 
 
+def test_cli_clusters_a_sentence_transformers_folder_on_unit_vectors(
+    cli, tiny_st, tiny_bert, more, tmp_path, monkeypatch
+):
+    """A folder whose modules.json ends in Normalize is clustered on unit vectors by default (what
+    sentence-transformers gives), on the raw pooled ones with --no-normalize; the JSON says which and why."""
+    import defsent_cli.evaluation.cluster as cluster
+
+    norms: list[float] = []  # the lengths of the vectors k-means is given
+    real_kmeans = cluster.kmeans
+
+    def recording_kmeans(vectors, k, seed):
+        norms.extend(np.linalg.norm(vectors, axis=1))
+        return real_kmeans(vectors, k, seed)
+
+    monkeypatch.setattr(cluster, "kmeans", recording_kmeans)
+    args = ["eval-cluster", "--data", more, "--tasks", "agnews,tweet", "--runs", "3"]
+    runs, lengths = {}, {}
+    for name, extra in {
+        "default": ["-m", tiny_st],
+        "raw": ["-m", tiny_st, "--no-normalize"],
+        "raw+l2": ["-m", tiny_st, "--no-normalize", "--post", "l2"],
+        "plain": ["-m", tiny_bert],
+    }.items():
+        out = tmp_path / f"{name}.json"
+        norms.clear()
+        result = cli(*args, *extra, "-o", out)
+        assert result.exit_code == 0, result.stderr
+        runs[name], lengths[name] = json.loads(out.read_text()), np.asarray(norms)
+    np.testing.assert_allclose(lengths["default"], 1.0, atol=1e-5)
+    assert np.abs(lengths["raw"] - 1.0).min() > 0.1 and np.abs(lengths["plain"] - 1.0).min() > 0.1
+    assert runs["default"]["normalization"] == {"normalized": True, "by": "the model folder's Normalize module"}
+    assert runs["raw"]["normalization"] == {"normalized": False, "by": "--no-normalize"}
+    assert runs["plain"]["normalization"] == {"normalized": False, "by": "the model folder has no Normalize module"}
+    for name in ("agnews", "tweet"):
+        # the default clusters exactly what --post l2 makes of the raw vectors
+        assert runs["default"]["tasks"][name]["runs"] == runs["raw+l2"]["tasks"][name]["runs"]
+        # and tiny_st wraps tiny_bert: without its Normalize module it is the plain folder
+        assert runs["raw"]["tasks"][name]["runs"] == runs["plain"]["tasks"][name]["runs"]
+    # docs/formats.md names every key of a model's result head, normalization's included
+    from conftest import REPO
+
+    formats = (REPO / "docs" / "formats.md").read_text()
+    missing = sorted(k for k in (*runs["default"], *runs["default"]["normalization"]) if f"`{k}`" not in formats)
+    assert not missing, missing
+
+
 @pytest.mark.parametrize(
     "setup, message",
     [

@@ -52,7 +52,13 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain Click help: wraps cleanly at any width, nothing cut with "..."
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        "max_content_width": 100,
+        # The group's own flags left unset are None, which typer (0.2x) coerces through pydantic, importing it
+        # (~60 ms) on every `defsent COMMAND ...` call; False defaults keep `COMMAND --help` from paying for it.
+        "default_map": {"help": False, "install_completion": False, "show_completion": False},
+    },
 )
 
 

@@ -212,7 +212,7 @@ class DefsentGroup(TyperGroup):
             raise SystemExit(_fail(f"{what}; see '{where} --help'", exc.exit_code)) from None
         except click_errors.ClickException as exc:
             raise SystemExit(_fail(exc.format_message(), exc.exit_code)) from None
-        except click_errors.Abort:
+        except typer.Abort:  # typer >= 0.22 keeps Abort in typer.exceptions, not beside UsageError
             err_console.print("[red]interrupted[/red]")
             sys.exit(130)
         sys.exit(code if isinstance(code, int) else 0)

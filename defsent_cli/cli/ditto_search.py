@@ -10,8 +10,6 @@ from rich.table import Table
 
 from ..encoder.models import load_model
 from ..encoder.pooling import parse_layers
-from ..evaluation.ditto import search_heads
-from ..evaluation.sts_data import load_sts_tasks
 from ..io import write_json, write_stdout
 from . import options as opt
 from .boundary import guard
@@ -43,6 +41,9 @@ def ditto_search(
       HEAD=$(defsent ditto-search -m ckpt/ --data ../shared/data)
       defsent eval-sts -m ckpt/ --pooling ditto --ditto-head "$HEAD"
     """
+    from ..evaluation.ditto import search_heads  # torch: imported by the command, not by --help
+    from ..evaluation.sts_data import load_sts_tasks
+
     parse_layers(layers)
     check_results_output(output, force)
     started = time.perf_counter()

@@ -9,11 +9,9 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..encoder.onnx_runtime import describe
 from ..formats.bank import KINDS, check_bank_path, write_bank
 from ..formats.dictionary import SPLITS, check_splits
 from ..io import check_output, sha256_file
-from ..training.entry_bank import build_bank
 from . import options as opt
 from .boundary import guard
 
@@ -49,6 +47,9 @@ def embed_entries(
 
     Under torchrun the processes share the definitions and rank 0 writes the bank.
     """
+    from ..encoder.onnx_runtime import describe  # torch: imported by the command, not by --help
+    from ..training.entry_bank import build_bank
+
     check_output(check_bank_path(output), force)
     wanted = check_splits(splits.split(","))
     sha256_file(dictionary)  # a missing dictionary fails before the model loads

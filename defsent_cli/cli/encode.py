@@ -11,9 +11,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..encoder.onnx_runtime import describe
 from ..errors import DefsentError
-from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
 from ..io import check_output, read_texts
 from . import options as opt
 from .boundary import guard
@@ -35,7 +33,7 @@ def encode_command(
     batch_size: opt.BatchSize = 32,
     batch_tokens: opt.BatchTokens = None,
     max_length: opt.MaxLength = None,
-    normalize: Annotated[bool, typer.Option("--normalize/--no-normalize", help="L2-normalise each vector.")] = False,
+    normalize: opt.Normalize = None,
     skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
@@ -62,8 +60,11 @@ def encode_command(
 
     Under torchrun the processes share the work and rank 0 writes the one output.
     """
+    from ..encoder.onnx_runtime import describe  # torch and numpy: imported by the command, not by --help
+    from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
+
     spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
     )
     sources = [str(p) for p in inputs] if inputs else ["-"]
     if sources.count("-") > 1:
@@ -88,16 +89,20 @@ def encode_command(
     with distributed.session(loaded.device):
         if from_stdin:
             texts = distributed.broadcast_object(texts)
-        vectors = encoder(texts, normalize=normalize, shard=True)  # --normalize comes after the post-processing
+        vectors = encoder(texts, shard=True)  # normalised (or not: encoder.normalized) after the post-processing
     if vectors is None:  # not rank 0: rank 0 writes
         return
     if output is None:
         write_npy_stdout(vectors)
     else:
-        attrs = {"model": str(model), "pooling": encoder.label, "normalized": normalize}
+        attrs = {"model": str(model), "pooling": encoder.label, "normalized": encoder.normalized}
         attrs["encoding"] = json.dumps(encoder.describe())
         write_vectors(output, vectors, texts=texts, attrs=attrs)
-    say(f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)})")
+    norm = encoder.normalization()
+    say(
+        f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)}; "
+        f"{'normalised' if norm['normalized'] else 'not normalised'}: {norm['by']})"
+    )
 
 
 def register(app: typer.Typer) -> None:

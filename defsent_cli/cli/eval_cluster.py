@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..evaluation.cluster import DEFAULT_RUNS, evaluate_cluster
-from ..evaluation.cluster_data import CLUSTER_TASKS, load_cluster_tasks
+from ..evaluation.choices import CLUSTER_TASKS, DEFAULT_RUNS
 from . import options as opt
 from .boundary import guard
 from .render import cluster_table
@@ -59,6 +58,7 @@ def eval_cluster(
     post: opt.Post = None,
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
+    normalize: opt.Normalize = None,
 ) -> None:
     """Short-text clustering: k-means (k = classes) on frozen embeddings; accuracy (Hungarian) and NMI x100.
 
@@ -73,8 +73,11 @@ def eval_cluster(
     """
     import torch
 
+    from ..evaluation.cluster import evaluate_cluster
+    from ..evaluation.cluster_data import load_cluster_tasks
+
     spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
     )
     check_results_output(output, force)
     models = expand_models(model)

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from ..console import err_console
-from ..evaluation.reverse_dict import evaluate
 from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
@@ -46,6 +45,8 @@ def eval_dict_command(
     Over the vocabulary (a --objective defsent checkpoint, or --word-head) only the entries that are one
     token are queried, as in DefSent's word-prediction table.
     """
+    from ..evaluation.reverse_dict import evaluate  # torch: imported by the command, not by --help
+
     if output is not None:
         check_output(output, force)
     check_candidates(bank, word_head)

@@ -6,9 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..evaluation.linear_probe import CONFIGS
-from ..evaluation.senteval import MRPC_FEATURES, check_options, evaluate_senteval
-from ..evaluation.senteval_data import load_transfer_tasks
+from ..evaluation.choices import CONFIGS, MRPC_FEATURES
 from . import options as opt
 from .boundary import guard
 from .render import senteval_table
@@ -77,6 +75,7 @@ def eval_senteval(
     post: opt.Post = None,
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
+    normalize: opt.Normalize = None,
 ) -> None:
     """SentEval transfer tasks: a logistic-regression probe (SentEval's nhid 0 classifier) on frozen features.
 
@@ -90,8 +89,11 @@ def eval_senteval(
     STS-B-5 and SICK-R-5 are SentEval's supervised relatedness tasks (soft 5-class targets); they
     report Pearson / Spearman x100 of the expected score, not an accuracy.
     """
+    from ..evaluation.senteval import check_options, evaluate_senteval  # torch: by the command, not by --help
+    from ..evaluation.senteval_data import load_transfer_tasks
+
     spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
     )
     check_results_output(output, force)
     check_options(opt.value(config), opt.value(mrpc_features))

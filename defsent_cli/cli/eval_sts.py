@@ -6,10 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..evaluation.correlations import AGGREGATIONS
-from ..evaluation.sts import BACKENDS, check_options, evaluate_sts
-from ..evaluation.sts_data import LAYOUTS, load_sts_tasks
-from ..evaluation.sts_data import SPLITS as STS_SPLITS
+from ..evaluation.choices import AGGREGATIONS, BACKENDS, LAYOUTS, STS_SPLITS
 from . import options as opt
 from .boundary import guard
 from .render import sts_table
@@ -91,6 +88,9 @@ def eval_sts(
       defsent eval-sts -m 'step1/seed-*' -o sts.json   # mean ± sd over the seeds
     """
     import torch
+
+    from ..evaluation.sts import check_options, evaluate_sts
+    from ..evaluation.sts_data import load_sts_tasks
 
     spec = opt.encode_spec(
         pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file

@@ -11,7 +11,7 @@ from ..console import say
 from ..errors import DefsentError
 from ..formats.bank import check_bank_path, read_bank, write_bank
 from ..io import check_output
-from ..space.transforms import DTYPES, FUNS, METHODS, WHITEN_MODES, IcaSettings, rescale_bank, transform_bank
+from ..space.choices import DTYPES, FUNS, METHODS, WHITEN_MODES
 from . import options as opt
 from .boundary import guard
 
@@ -79,6 +79,8 @@ def ica(
       defsent ica bank.h5 -o bank-ica.h5
       defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5   # no refit
     """
+    from ..space.transforms import IcaSettings, rescale_bank, transform_bank  # numpy: not for --help
+
     check_output(check_bank_path(output), force)
     if rescale:
         fitting = {"--n-components": n_components is not None, "--standardize": standardize is not None}

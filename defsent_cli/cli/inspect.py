@@ -11,9 +11,7 @@ import typer
 
 from ..console import err_console, say
 from ..errors import DefsentError
-from ..formats.vectors import load_space
 from ..io import check_output, write_json, write_stdout
-from ..space.isotropy import space_report
 from . import options as opt
 from .boundary import guard
 from .render import inspect_table
@@ -90,6 +88,7 @@ def inspect(
     post: opt.Post = None,
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
+    normalize: opt.Normalize = None,
 ) -> None:
     """Isotropy figures (mean cosine, variance shares, I(W), IsoScore, skewness / kurtosis) of entry spaces,
     optional plot; or of a model's sentence embeddings, with alignment and uniformity.
@@ -102,6 +101,9 @@ def inspect(
       defsent inspect -m ckpt/ --pooling mean --post whiten -d ../shared/data \\
           -o geometry.json
     """
+    from ..formats.vectors import load_space  # numpy: imported by the command, not by --help
+    from ..space.isotropy import space_report
+
     if not paths and not model:
         raise DefsentError("nothing to inspect: give bank or vector files, or --model PATH")
     if output is not None:
@@ -121,7 +123,17 @@ def inspect(
         from ..evaluation.geometry import GeometryData, sentence_geometry
 
         spec = opt.encode_spec(
-            pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
+            pooling,
+            layers,
+            template,
+            ditto_head,
+            weighting,
+            idf_corpus,
+            drop_tokens,
+            post,
+            fit_on,
+            post_file,
+            normalize,
         )
         models = expand_models(model)
         inputs = GeometryData.load(data, corpus, limit, seed, stsb)  # data problems surface before a model loads

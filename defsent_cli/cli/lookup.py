@@ -5,23 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import DefsentError
-from ..evaluation.reverse_dict import (
-    QueryEncoder,
-    load_bank_for,
-    query_encoder,
-    top_k,
-    trained_word_objective,
-    word_query_encoder,
-)
 from ..formats.bank import Bank
 from ..io import read_texts, write_stdout
 from . import options as opt
 from .boundary import guard
+
+if TYPE_CHECKING:  # the reverse dictionary runs in torch: imported by the commands, not by --help
+    from ..evaluation.reverse_dict import QueryEncoder
 
 QueryPooling = Annotated[
     opt.PoolingName | None,
@@ -56,6 +51,8 @@ def candidates(
     loaded, bank: Path | None, word_head, pooling, dictionary: Path | None = None
 ) -> tuple[QueryEncoder, Bank]:
     """(query encoder, candidates): the entries of ``bank``, or the vocabulary through a word head."""
+    from ..evaluation.reverse_dict import load_bank_for, query_encoder, trained_word_objective, word_query_encoder
+
     check_candidates(bank, word_head)
     if bank is None:
         if word_head is None and not trained_word_objective(loaded):
@@ -90,6 +87,8 @@ def lookup_command(
       defsent lookup --model defsent-ckpt/ "a long-necked African animal"
       defsent lookup -m bert-base/ --word-head mlm "a feeling of great happiness"
     """
+    from ..evaluation.reverse_dict import top_k
+
     if queries:
         for number, query in enumerate(queries, 1):
             if not query.strip():

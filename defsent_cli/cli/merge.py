@@ -15,8 +15,7 @@ from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
 from ..formats.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from ..io import check_output
-from ..merging.search import METHODS, merge, parse_alphas
-from ..merging.weights import check_compatible, load_ingredient, with_weights
+from ..merging import METHODS
 from . import options as opt
 from .boundary import guard
 
@@ -76,6 +75,9 @@ def merge_command(
     The merged folder is a normal checkpoint (transformers and sentence-transformers load it); its
     defsent.json records the models, the weights and the whole alpha curve.
     """
+    from ..merging.search import merge, parse_alphas  # torch: imported by the command, not by --help
+    from ..merging.weights import check_compatible, load_ingredient, with_weights
+
     started = time.perf_counter()
     check_output(output, force, kind="folder")
     alphas = parse_alphas(alpha) if alpha is not None else None

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
-from ..encoder.word_head import WORD_HEADS
 from ..formats.dictionary import SPLITS
 from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
 
@@ -289,6 +289,15 @@ FitOn = Annotated[Path | None, typer.Option("--fit-on", help="Fit --post on the 
 PostFile = Annotated[
     Path | None, typer.Option("--post-file", help="Apply a chain fitted by defsent fit-post (instead of --post).")
 ]
+Normalize = Annotated[
+    bool | None,
+    typer.Option(
+        "--normalize/--no-normalize",
+        help="L2-normalise each vector, after --post. Default: as the model folder says (a sentence-transformers "
+        "folder whose modules end in Normalize, such as all-MiniLM-L6-v2, normalises; other folders do not).",
+        show_default=False,
+    ),
+]
 
 
 def encode_spec(
@@ -302,8 +311,9 @@ def encode_spec(
     post=None,
     fit_on=None,
     post_file=None,
+    normalize=None,
 ):
-    """The pooling and toolbox options of a command, checked, as one EncodeSpec."""
+    """The pooling, toolbox and normalisation options of a command, checked, as one EncodeSpec."""
     from ..encoder.spec import EncodeSpec
 
     spec = EncodeSpec(
@@ -317,5 +327,6 @@ def encode_spec(
         tuple(post or ()),
         fit_on,
         post_file,
+        normalize,
     )
     return spec.check()

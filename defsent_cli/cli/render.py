@@ -11,7 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import err_console
-from ..evaluation.sts_data import STS_YEARS
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -38,6 +37,8 @@ def render_table(title: str, columns: Sequence[str], rows: Sequence[tuple[str, S
 
 def sts_table(result: dict):
     """The papers' table: STS12 ... SICK-R, Avg.; Spearman, Pearson and pair counts."""
+    from ..evaluation.sts_data import STS_YEARS  # numpy: imported when a table is drawn, not for --help
+
     tasks = result["tasks"]
     columns = [*tasks, "Avg."]
     spearman = [fmt(t["spearman"]) for t in tasks.values()] + [fmt(result["average"]["spearman"])]

@@ -10,7 +10,6 @@ import typer
 from ..console import err_console, say
 from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
-from ..evaluation.selection import check_link, link_winner, score_summary, select_best
 from ..io import check_output, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
@@ -54,6 +53,8 @@ def select_best_command(
       defsent select-best step1/seed-* --by stsb-dev -o step1/ranking.json \\
           --link step1/best
     """
+    from ..evaluation.selection import check_link, link_winner, score_summary, select_best  # numpy: not for --help
+
     if output is not None:
         check_output(output, force)
     if copy and link is None:

@@ -9,7 +9,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..encoder.head import POOLER_MODES
+from ..encoder.choices import POOLER_MODES
 from ..evaluation.criteria import CRITERIA
 from ..training.config import (
     BANK_DTYPES,
@@ -21,7 +21,6 @@ from ..training.config import (
     SCHEDULES,
     TrainConfig,
 )
-from ..training.run import train
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -247,6 +246,8 @@ def train_command(
     no clipping).
     Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.
     """
+    from ..training.run import train  # torch: imported by the command, not by --help
+
     objective_name = opt.value(objective)
     defaults = OBJECTIVE_DEFAULTS[objective_name]
     never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"

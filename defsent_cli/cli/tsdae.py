@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 from ..console import say
-from ..training.config import TrainConfig
-from ..training.run import tsdae
-from ..training.tsdae import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS
+from ..training.config import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS, TrainConfig
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -67,6 +65,8 @@ def tsdae_command(
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
     for embed-entries, train (as --model) and every eval-*.
     """
+    from ..training.run import tsdae  # torch: imported by the command, not by --help
+
     warn_ineffective(
         ctx,
         [

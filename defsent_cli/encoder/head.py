@@ -28,8 +28,8 @@ from torch import nn
 
 from .. import log
 from ..errors import DefsentError
+from .choices import POOLER_MODES
 
-POOLER_MODES = ("auto", "keep", "mlm-dense", "none", "linear")
 _MLM_DENSE_FAMILIES = {"roberta", "xlm-roberta", "camembert", "data2vec-text"}
 
 

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-
-import torch
+from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
+
+if TYPE_CHECKING:  # torch only where a pooling runs: the command line lists POOLINGS without importing it
+    import torch
 
 # DefSent+ / PromptBERT template, with the model's own mask token put in for [MASK].
 PROMPT_TEMPLATE = 'This sentence : "[X]" means [MASK] .'
@@ -90,6 +92,8 @@ def pool_mean(batch: PoolingInput) -> torch.Tensor:
 
 def pool_max(batch: PoolingInput) -> torch.Tensor:
     """Masked max over time (tokens with weight 0 are left out too)."""
+    import torch
+
     states = batch.last_hidden_state
     fill = torch.finfo(states.dtype).min
     masked = states.masked_fill(_weights(batch).unsqueeze(-1) == 0, fill)

@@ -7,6 +7,12 @@ into an :class:`Encoder`: the pooling fitted to the model (layer indices, eager 
 Ditto, idf on ``--idf-corpus``) and the post-processing chain (loaded from ``--post-file``, fitted
 on ``--fit-on``, or left unfitted, which means the published "target" setting: fitted on the very
 texts of each call, so per evaluation task). Everything downstream takes the Encoder.
+
+Normalisation, like the pooling, defaults to what the model folder says: a sentence-transformers folder
+whose ``modules.json`` ends in ``Normalize`` (all-MiniLM-L6-v2) gives unit vectors, as
+sentence-transformers does; ``normalize=True/False`` (``--normalize/--no-normalize``) overrides it
+(:attr:`Encoder.normalized`, the one rule). It comes after the post-processing, which is fitted on and
+applied to the vectors before normalisation.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class EncodeSpec:
     post: tuple[str, ...] = ()
     fit_on: Path | None = None
     post_file: Path | None = None
+    normalize: bool | None = None  # None: the model folder's own (a sentence-transformers Normalize module)
 
     def __post_init__(self) -> None:
         steps = tuple(step.strip() for item in self.post or () for step in str(item).split(",") if step.strip())
@@ -109,7 +116,7 @@ class EncodeSpec:
         pooling = prepare_pooling(pooling, loaded, idf_corpus=corpus, max_length=max_length)
         if corpus is not None:
             pooling.weighting.corpus = str(self.idf_corpus)
-        encoder = Encoder(loaded, pooling, None, batch_size, max_length, show_progress)
+        encoder = Encoder(loaded, pooling, None, batch_size, max_length, show_progress, self.normalize)
         encoder.post = self._post(encoder)
         return encoder
 
@@ -133,7 +140,7 @@ class EncodeSpec:
             texts = read_texts([self.fit_on], skip_blank=True)
             if not texts:
                 raise DefsentError("no sentences to fit the post-processing on", path=self.fit_on)
-            plain = replace(encoder, post=None)
+            plain = replace(encoder, post=None, normalize=False)  # the chain comes before normalisation
             chain.fit(plain(texts, f"fit set {Path(self.fit_on).name}"))
             chain.attrs["fit_on"] = str(self.fit_on)
         return chain
@@ -149,6 +156,7 @@ class Encoder:
     batch_size: int = 32
     max_length: int | None = None
     show_progress: bool | None = None
+    normalize: bool | None = None  # None: the model folder's own (see :attr:`normalized`)
 
     @classmethod
     def of(cls, loaded: LoadedModel, pooling: str | Pooling | None = None, **settings) -> Encoder:
@@ -163,10 +171,25 @@ class Encoder:
     def name(self) -> str:
         return str(self.loaded.path)
 
-    def __call__(
-        self, texts: Sequence[str], description: str = "encoding", normalize: bool = False, shard: bool = False
-    ) -> np.ndarray | None:
-        """Encode, apply the post-processing (fitted on these texts when it is not fitted), normalise.
+    @property
+    def normalized(self) -> bool:
+        """Whether the vectors are L2-normalised: as asked, else as the model folder says (a
+        sentence-transformers folder's Normalize module; LoadedModel.normalize)."""
+        return self.loaded.normalize if self.normalize is None else self.normalize
+
+    def normalization(self) -> dict:
+        """Whether the vectors are normalised and why, for results JSON and output attributes."""
+        if self.normalize is not None:
+            by = "--normalize" if self.normalize else "--no-normalize"
+        elif self.loaded.normalize:
+            by = "the model folder's Normalize module"
+        else:
+            by = "the model folder has no Normalize module"
+        return {"normalized": self.normalized, "by": by}
+
+    def __call__(self, texts: Sequence[str], description: str = "encoding", shard: bool = False) -> np.ndarray | None:
+        """Encode, apply the post-processing (fitted on these texts when it is not fitted), normalise
+        (:attr:`normalized`).
 
         ``shard``: under torchrun the processes share the work; rank 0 gets the matrix, others None.
         """
@@ -183,7 +206,7 @@ class Encoder:
         if vectors is None:
             return None
         vectors = apply_post(self.post, vectors)
-        return l2_normalize(vectors) if normalize else vectors
+        return l2_normalize(vectors) if self.normalized else vectors
 
     def describe(self) -> dict:
         """Every setting that changes the vectors, for results JSON and output attributes."""
@@ -192,6 +215,7 @@ class Encoder:
         info = {"pooling_settings": self.pooling.describe(), "runtime": describe(self.loaded)}
         if self.post:
             info["post"] = post_settings(self.post)
+        info["normalization"] = self.normalization()
         return info
 
 

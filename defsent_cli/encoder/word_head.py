@@ -31,8 +31,8 @@ from torch import nn
 
 from ..errors import DefsentError
 from ..formats.tensors import read_tensors, write_tensors
+from .choices import WORD_HEADS
 
-WORD_HEADS = ("mlm", "embeddings")
 WORD_HEAD_FILE = "word_head.safetensors"
 
 

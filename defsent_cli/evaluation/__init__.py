@@ -2,7 +2,7 @@
 :mod:`.correlations`), the SentEval transfer tasks (:mod:`.senteval`, :mod:`.senteval_data`,
 :mod:`.linear_probe`), the reverse dictionary (:mod:`.reverse_dict`), Ditto's head search
 (:mod:`.ditto`), mteb's evaluator (:mod:`.mteb`), and choosing between models (:mod:`.criteria`,
-:mod:`.selection`).
+:mod:`.selection`); :mod:`.choices` names what the commands offer (numpy- and torch-free).
 
 Library entry points (commands only parse options and call these)::
 

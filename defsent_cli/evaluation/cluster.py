@@ -3,8 +3,9 @@ embeddings, k = the number of classes, scored by clustering accuracy and NMI.
 
 - k-means: scikit-learn ``KMeans(n_clusters=k, random_state=seed, n_init=1)`` (k-means++ start,
   Lloyd), one run per seed 0 .. runs-1 (default 10); every figure is the mean (and sample sd) over
-  the runs. The vectors are clustered as the encoder gives them (``--post l2`` to cluster on the
-  sphere).
+  the runs. The vectors are clustered as the encoder gives them: unit vectors when the model folder
+  has a Normalize module (sentence-transformers) or with ``--normalize``, else raw (``--post l2`` also
+  puts them on the sphere).
 - accuracy: the best one-to-one mapping of clusters to labels (the Hungarian algorithm, scipy's
   ``linear_sum_assignment`` on the contingency table), correct items / all items.
 - NMI: scikit-learn's ``normalized_mutual_info_score`` (arithmetic normalisation).
@@ -23,10 +24,9 @@ import numpy as np
 from ..console import make_progress
 from ..errors import DefsentError
 from ..formats.results import number, results_header
+from .choices import DEFAULT_RUNS
 from .cluster_data import ClusterTask, load_cluster_tasks
 from .common import as_encoder, encode_unique, mean_or_none, mean_sd
-
-DEFAULT_RUNS = 10
 
 
 def contingency(labels: np.ndarray, clusters: np.ndarray) -> np.ndarray:

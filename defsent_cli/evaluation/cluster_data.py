@@ -17,17 +17,8 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..io import iter_lines
+from .choices import CLUSTER_TASKS
 from .common import find_data_folder, parse_names
-
-#: name -> (file under clustering/, texts, clusters) as the data README lists them
-CLUSTER_TASKS: dict[str, tuple[str, int, int]] = {
-    "agnews": ("agnews/agnewsdataraw-8000", 8000, 4),
-    "biomedical": ("biomedical/biomedical_true_text", 20000, 20),
-    "googlenews": ("googlenews/TS", 11109, 152),
-    "searchsnippets": ("searchsnippets/search_snippets_true_text", 12340, 8),
-    "stackoverflow": ("stackoverflow/stackoverflow_true_text", 20000, 20),
-    "tweet": ("tweet/tweet-original-order.txt", 2472, 89),
-}
 
 
 def parse_cluster_tasks(tasks: str | Sequence[str] | None) -> list[str]:

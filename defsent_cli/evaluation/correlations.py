@@ -11,14 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-AGGREGATIONS = ("all", "mean", "wmean")
-
-AGGREGATION_HELP = {
-    "all": "subsets of a year concatenated, one correlation (SimCSE / DefSent / DefSent+)",
-    "mean": "mean of the per-subset correlations (SentEval 'mean')",
-    "wmean": "per-subset correlations weighted by their pair counts (SentEval 'wmean')",
-}
-
 
 def cosine_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cosine in float64; a zero vector gives 0 (SentEval's ``nan_to_num``)."""

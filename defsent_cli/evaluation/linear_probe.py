@@ -29,29 +29,11 @@ import numpy as np
 import torch
 
 from ..errors import DefsentError
+from .choices import CONFIGS, ClassifierConfig
 
 L2_GRID = tuple(10.0**t for t in range(-5, -1))  # SentEval's grid for the PyTorch classifier
 VALIDATION_SPLIT = 0.05  # SentEval's refit hold-out
 
-
-@dataclass(frozen=True)
-class ClassifierConfig:
-    """SentEval's ``params.kfold`` + ``params.classifier`` (``nhid`` is always 0: logistic regression)."""
-
-    name: str
-    kfold: int
-    optim: str
-    batch_size: int
-    tenacity: int
-    epoch_size: int
-    max_epoch: int = 200
-    nhid: int = 0
-
-
-CONFIGS = {
-    "default": ClassifierConfig("default", kfold=10, optim="adam", batch_size=64, tenacity=5, epoch_size=4),
-    "prototyping": ClassifierConfig("prototyping", kfold=5, optim="rmsprop", batch_size=128, tenacity=3, epoch_size=2),
-}
 # torch.optim defaults, which SentEval's "adam" / "rmsprop" strings select.
 ADAM = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 RMSPROP = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8}

@@ -39,6 +39,7 @@ import numpy as np
 from ..console import make_progress
 from ..errors import DefsentError
 from ..formats.results import number, results_header
+from .choices import MRPC_FEATURES
 from .common import as_encoder, encode_unique, mean_or_none, resolve_data_root
 from .linear_probe import (
     ADAM,
@@ -53,9 +54,6 @@ from .linear_probe import (
     soft_targets,
 )
 from .senteval_data import TransferTask, load_transfer_tasks
-
-MRPC_FEATURES = ("senteval", "concat")
-
 
 # --------------------------------------------------------------------------- protocols
 

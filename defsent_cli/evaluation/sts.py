@@ -14,11 +14,10 @@ from pathlib import Path
 
 from ..errors import DefsentError
 from ..formats.results import number, results_header
+from .choices import AGGREGATION_HELP, AGGREGATIONS, BACKENDS
 from .common import as_encoder, encode_unique, mean_or_none, resolve_data_root
-from .correlations import AGGREGATION_HELP, AGGREGATIONS, aggregate, correlations, cosine_pairs
+from .correlations import aggregate, correlations, cosine_pairs
 from .sts_data import STS_YEARS, STSTask, load_sts_tasks, task_sentences
-
-BACKENDS = ("native", "mteb")
 
 
 def score_task_native(task: STSTask, encoder) -> tuple[list[tuple[float, float, int]], dict[str, dict[str, float]]]:

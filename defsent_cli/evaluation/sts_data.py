@@ -18,12 +18,11 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..io import iter_lines
+from .choices import LAYOUTS, STS_SPLITS
 from .common import resolve_data_root, task_folder
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 STS_TASKS = (*STS_YEARS, "STS-B", "SICK-R")
-SPLITS = ("test", "dev", "train")
-LAYOUTS = ("auto", "senteval", "semeval")
 
 # SentEval's subsets per year (STS13 without SMT, which is not distributed) and their scored pairs.
 YEAR_SUBSETS: dict[str, dict[str, int]] = {
@@ -73,8 +72,8 @@ def canonical_task(name: str) -> str:
 
 def parse_tasks(tasks: str | Sequence[str] | None, split: str = "test") -> list[str]:
     """Task names from ``--tasks`` (comma-separated or a list); default: every task that has ``split``."""
-    if split not in SPLITS:
-        raise DefsentError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    if split not in STS_SPLITS:
+        raise DefsentError(f"unknown split {split!r}; choose from {', '.join(STS_SPLITS)}")
     if tasks is None or (isinstance(tasks, str) and not tasks.strip()):
         return list(STS_TASKS) if split == "test" else ["STS-B", "SICK-R"]
     items = tasks.split(",") if isinstance(tasks, str) else list(tasks)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
 from ..io import hdf5_output, sha256_file
 from .dictionary import SPLITS, bank_entries
+
+if TYPE_CHECKING:  # numpy (and h5py) only where a bank is read or written: `embed-entries --help` lists KINDS
+    import numpy as np
 
 BANK_FORMAT = "defsent-bank/1"
 #: Bank kinds and the pooling of the definition vectors they average (DefSent+'s AC and AMP).
@@ -57,6 +59,7 @@ def check_bank_path(path: str | Path) -> Path:
 def write_bank(path: str | Path, bank: Bank) -> None:
     """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts`` + attrs)."""
     import h5py
+    import numpy as np
 
     with hdf5_output(path) as h5:
         h5.create_dataset("entries", data=bank.entries, dtype=h5py.string_dtype("utf-8"))
@@ -66,13 +69,14 @@ def write_bank(path: str | Path, bank: Bank) -> None:
             h5.attrs[key] = value
 
 
-def read_bank(path: str | Path, dtype=np.float32) -> Bank:
+def read_bank(path: str | Path, dtype="float32") -> Bank:
     """Read a bank written by :func:`write_bank`; anything else is a one-line error naming the file.
 
     ``dtype`` (e.g. ``np.float16``): HDF5 converts the vectors while reading, so no float32 copy of
     the whole matrix is ever held.
     """
     import h5py
+    import numpy as np
 
     path = Path(path)
     if not path.is_file():

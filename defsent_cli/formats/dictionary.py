@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DefsentError
 from ..io import iter_jsonl, write_jsonl
+
+if TYPE_CHECKING:  # numpy only where a sample is drawn: the command line lists SPLITS without importing it
+    import numpy as np
 
 SPLITS = ("train", "dev", "test")
 
@@ -106,6 +107,8 @@ def write_dictionary(path: str | Path, entries: Iterable[Entry]) -> int:
 def seeded_sample(n: int, limit: int | None, seed: int) -> np.ndarray | None:
     """Sorted indices of a seeded sample of ``limit`` of ``n`` items (``train``/``tsdae``/``eval-dict --limit``);
     None when the limit keeps everything."""
+    import numpy as np
+
     if not limit or limit >= n:
         return None
     return np.sort(np.random.default_rng(seed).permutation(n)[:limit])

@@ -18,9 +18,8 @@ import torch
 
 from ..errors import DefsentError
 from ..log import note
+from . import METHODS
 from .weights import Ingredient, combine
-
-METHODS = ("interpolate", "uniform", "greedy")
 
 
 def parse_alphas(spec: str) -> list[float]:

@@ -24,12 +24,9 @@ from ..console import make_progress
 from ..errors import DefsentError
 from ..formats.bank import Bank
 from ..log import note, warn
+from .choices import DTYPES, FUNS, METHODS, WHITEN_MODES
 from .linalg import check_rank, covariance_spectrum, pca_whiten
 
-METHODS = ("ica", "whiten")
-FUNS = ("logcosh", "exp", "cube")
-WHITEN_MODES = ("unit-variance", "arbitrary-variance")
-DTYPES = ("float32", "float64")
 DEAD_RTOL = 1e-6  # a dimension whose std is below this times the largest std is constant ("dead")
 
 

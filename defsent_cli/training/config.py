@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..encoder.head import POOLER_MODES
+from ..encoder.choices import POOLER_MODES, WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import TRAIN_PRECISIONS
-from ..encoder.word_head import WORD_HEADS
 from ..errors import DefsentError
+from ..formats.dictionary import SPLITS
 
 TRAIN_POOLINGS = ("cls", "mean", "max")
 LOGITS = ("dot", "cosine")
@@ -48,6 +48,11 @@ OBJECTIVE_DEFAULTS = {
         "max_grad_norm": 0.0,
     },
 }
+#: TSDAE (training/tsdae.py): its poolings, the share of words deleted (the paper's 0.6), and the splits
+#: of a dictionary whose definitions it reads.
+TSDAE_POOLINGS = ("cls", "mean")
+DELETION = 0.6
+DICTIONARY_SPLITS = (*SPLITS, "all")
 DEFAULT_SEED = 42
 MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
 

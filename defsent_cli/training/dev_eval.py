@@ -2,7 +2,8 @@
 
 Every ``--eval-every`` steps (and at the last step) the model, switched to eval mode, is scored by a
 criterion of :mod:`defsent_cli.evaluation.criteria` (default ``dev``: mean of STS-B dev and SICK-R
-trial Spearman), with the pooling the checkpoint will be used with. The untrained model is scored
+trial Spearman), with the pooling the checkpoint will be used with and, as ``eval-sts``, the model
+folder's own normalisation (the cosine does not change with it). The untrained model is scored
 too, as step 0 of the curve, for reference; it is never the kept checkpoint (to fall back to the
 base model when nothing beats it, merge with it: ``defsent merge BASE CKPT --alpha 0:1:0.1``).
 With ``--keep best`` the best-scoring weights are held on the CPU and written at the end.

@@ -2,6 +2,10 @@
 
 AC  = mean over an entry's definitions of the last-layer CLS state, no pooler.
 AMP = mean over an entry's definitions of the masked mean of the last layer, special tokens included.
+
+Both average the raw pooled vectors: a sentence-transformers folder's Normalize module, which ``encode``
+and the evaluations apply by default (encoder/spec.py), is not applied here, as in DefSent+ (its bank
+is the mean of unnormalised pooled states, and training's logits are dot products against it).
 """
 
 from __future__ import annotations

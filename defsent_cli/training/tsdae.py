@@ -34,13 +34,11 @@ from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import pad_batch, pad_id, tokenize
 from ..errors import DefsentError
 from ..formats.checkpoint import CHECKPOINT_FORMAT
-from ..formats.dictionary import SPLITS, seeded_sample
-from .config import TrainConfig
+from ..formats.dictionary import seeded_sample
+from .config import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS, TrainConfig
 from .data import TrainingData
 from .trainer import Trainer
 
-TSDAE_POOLINGS = ("cls", "mean")
-DELETION = 0.6
 _WORDS = re.compile(r"\w+|[^\w\s]")
 
 
@@ -53,9 +51,6 @@ def delete_words(text: str, ratio: float, rng: np.random.Generator) -> str:
     if not keep.any():
         keep[rng.integers(len(words))] = True
     return " ".join(word for word, kept in zip(words, keep, strict=True) if kept)
-
-
-DICTIONARY_SPLITS = (*SPLITS, "all")
 
 
 def read_sentences(path: Path, split: str = "train") -> list[str]:
