@@ -348,3 +348,29 @@ def test_a_diverging_run_stops_at_the_first_read_of_its_loss_and_leaves_nothing(
     assert result.exit_code != 0
     assert "loss became nan between steps" in result.stderr and "lower --lr" in result.stderr
     assert not out.exists() and not (tmp_path / "nan.partial").exists()
+
+
+def test_a_checkpoint_keeps_its_base_s_normalize_module(cli, tiny_st, tiny_bert, tmp_path):
+    """Trained from a sentence-transformers folder ending in Normalize, the checkpoint ends in Normalize too:
+    encode gives unit vectors by default, as for the base and as sentence-transformers loads it."""
+    from sentence_transformers import SentenceTransformer
+
+    rows = [{"entry": f"w{i}", "definitions": [f"a long-necked african animal {i}"]} for i in range(8)]
+    dictionary = tmp_path / "d.jsonl"
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sents = tmp_path / "s.txt"
+    sents.write_text("\n".join(SENTS) + "\n")
+    for base, normalized in ((tiny_st, True), (tiny_bert, False)):
+        bank, out = tmp_path / f"{base.name}.h5", tmp_path / f"{base.name}-ckpt"
+        assert cli("embed-entries", dictionary, "-m", base, "-o", bank, "--device", "cpu").exit_code == 0
+        train = cli("train", dictionary, "--bank", bank, "-m", base, "-o", out, "-b", "4", "--device", "cpu",
+                    "--pooling", "mean", "--pooler", "none")  # fmt: skip
+        assert train.exit_code == 0, train.output
+        info = json.loads((out / "defsent.json").read_text())
+        modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((out / "modules.json").read_text())]
+        assert info["normalize"] is normalized and ("Normalize" in modules) is normalized
+        vectors = _encode(cli, out, sents, tmp_path / f"{base.name}.npy", "--device", "cpu")
+        norms = np.linalg.norm(vectors, axis=1)
+        assert np.allclose(norms, 1, atol=1e-5) is normalized
+        theirs = SentenceTransformer(str(out), device="cpu").encode(SENTS)
+        np.testing.assert_allclose(vectors, theirs, atol=1e-5)

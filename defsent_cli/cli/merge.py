@@ -118,6 +118,7 @@ def merge_command(
         "models": [str(m.path.resolve()) for m in result.members],
         "weights": [round(c, 6) for c in result.coefficients],
         "pooling": chosen_pooling,
+        "normalize": work.normalize,
         "head": "none",
         "select": opt.value(select),
         **result.report,

@@ -44,8 +44,11 @@ def read_info(folder: str | Path) -> dict:
     return info
 
 
-def sentence_transformers_files(folder: Path, dim: int, pooling: str, max_seq_length: int) -> None:
-    """Write ``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json``.
+def sentence_transformers_files(
+    folder: Path, dim: int, pooling: str, max_seq_length: int, normalize: bool = False
+) -> None:
+    """Write ``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json`` (and a
+    ``Normalize`` module when the base model had one, as a fine-tuned sentence-transformers model keeps it).
 
     sentence-transformers has no prompt pooling; a ``prompt`` checkpoint gets mean
     pooling there (defsent itself reads ``defsent.json`` and uses the prompt).
@@ -55,6 +58,9 @@ def sentence_transformers_files(folder: Path, dim: int, pooling: str, max_seq_le
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
+    if normalize:
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+        (folder / "2_Normalize").mkdir(exist_ok=True)
     (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
     st_config = {"max_seq_length": int(max_seq_length), "do_lower_case": False}
     (folder / "sentence_bert_config.json").write_text(json.dumps(st_config, indent=2) + "\n", encoding="utf-8")
@@ -157,7 +163,9 @@ def save_checkpoint(
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        sentence_transformers_files(tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length)
+        sentence_transformers_files(
+            tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
+        )
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
         for name, source in (files or {}).items():

@@ -439,6 +439,7 @@ class Trainer:
             "defsent_version": __version__,
             "base_model": str(self.base_model.resolve()),
             "pooling": config.inference_pooling or config.pooling,
+            "normalize": self.loaded.normalize,  # the base folder's Normalize module, kept by the checkpoint
             "train_pooling": config.pooling,
             "head": self.head.mode_description,
             "pooler_mode": config.pooler,

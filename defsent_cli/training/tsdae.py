@@ -185,6 +185,7 @@ class TsdaeTrainer(Trainer):
             "defsent_version": __version__,
             "base_model": str(self.base_model.resolve()),
             "pooling": config.pooling,
+            "normalize": self.loaded.normalize,
             "train_pooling": config.pooling,
             "sentences": str(self.dictionary.resolve()),
             "training_sentences": len(self.data),
