@@ -266,4 +266,4 @@ def use_runtime(loaded: LoadedModel, runtime: str = "torch", precision: str = "f
 def describe(loaded: LoadedModel) -> str:
     """``torch fp32``, ``torch bf16`` or ``onnx int8``: what ran."""
     runtime = getattr(loaded, "runtime", None)
-    return f"torch {getattr(loaded, 'precision', 'fp32')}" if runtime is None else f"onnx {runtime.precision}"
+    return f"torch {loaded.precision}" if runtime is None else f"onnx {runtime.precision}"

@@ -40,11 +40,10 @@ def torch_dtype(precision: str):
 
 
 def resolve_train_precision(precision: str, device) -> str:
-    """``auto`` -> ``bf16`` on a CUDA GPU with bf16, else ``fp32``; the others checked and passed through."""
+    """``auto`` -> ``bf16`` on a CUDA GPU with bf16, else ``fp32``; the others passed through (checked by
+    ``TrainConfig.validate``), bf16 refused on a GPU without it."""
     import torch
 
-    if precision not in TRAIN_PRECISIONS:
-        raise DefsentError(f"--precision must be one of {', '.join(TRAIN_PRECISIONS)}, not {precision!r}")
     device = torch.device(device)
     if precision == "auto":
         return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"

@@ -75,7 +75,7 @@ def save_state(path: Path, trainer) -> None:
         "world_size": trainer.world,
         "optimizer": optimizer_doc,
         "scheduler": trainer.scheduler.state_dict(),
-        "scaler": trainer.scaler.state_dict() if getattr(trainer, "scaler", None) is not None else None,
+        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
         "python_rng": [version, list(internal), gauss],
         "log": trainer.log,
         "extra": extra,
@@ -98,7 +98,7 @@ def load_state(path: Path, trainer) -> None:
     trainer.model.load_state_dict(model)
     trainer.optimizer.load_state_dict(_optimizer_state(tensors, doc["optimizer"]))
     trainer.scheduler.load_state_dict(doc["scheduler"])
-    if doc.get("scaler") and getattr(trainer, "scaler", None) is not None:
+    if doc.get("scaler") and trainer.scaler is not None:
         trainer.scaler.load_state_dict(doc["scaler"])
     rngs = [tensors[f"rng.{rank}"] for rank in range(int(doc["world_size"])) if f"rng.{rank}" in tensors]
     if len(rngs) == trainer.world:
