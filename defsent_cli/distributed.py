@@ -328,3 +328,35 @@ def gather_rows(rows: np.ndarray, index: np.ndarray, n: int) -> np.ndarray | Non
     if not seen.all():
         raise RuntimeError(f"gather_rows: {int((~seen).sum())} of {n} rows missing from every rank")
     return out
+
+
+def shard_sizes(n: int) -> list[int]:
+    """How many of a global batch of ``n`` items each rank's :func:`shard` holds, in rank order."""
+    base, extra = divmod(n, world())
+    return [base + (r < extra) for r in range(world())]
+
+
+def all_gather_batch(local: Any, sizes: Sequence[int]) -> Any:
+    """The rows of the global batch from every rank, THIS rank's first, then the others in rank order.
+
+    ``local`` holds this rank's ``sizes[rank]`` rows (one placeholder row on a rank that holds none, see
+    ``Trainer.train_step``); ``sizes`` every rank's count (:func:`shard_sizes`). The ranks pad to the same
+    number of rows (a collective needs equal shapes) and the padding is cut off again. The gather is torch's
+    autograd-aware one (``torch.distributed._functional_collectives.all_gather_single``, which torch names
+    as the successor of the deprecated ``torch.distributed.nn.functional.all_gather``): its backward
+    reduce-scatters the gradients, so each row's gradients from every rank are summed on the rank the row
+    came from. In one process, ``local`` itself.
+    """
+    if not active():
+        return local
+    _require()
+    import torch
+    import torch.distributed as dist
+    from torch.distributed._functional_collectives import all_gather_single
+
+    me = rank()
+    rows = max(max(sizes), 1)
+    padded = torch.nn.functional.pad(local, (0, 0, 0, rows - local.shape[0]))
+    parts = all_gather_single(padded.contiguous(), 0, dist.group.WORLD).view(len(sizes), rows, *local.shape[1:])
+    order = [me, *(r for r in range(len(sizes)) if r != me)]
+    return torch.cat([parts[r, : sizes[r]] for r in order])

@@ -240,6 +240,20 @@ CASES = [
     Case("tsdae deletion 1", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--deletion", "1"], 2, "--deletion"),
     Case("tsdae lr zero", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--lr", "0"], 2, "--lr"),
     Case("tsdae max pooling", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--pooling", "max"], 2, "'max' is not one of"),
+    # ------------------------------------------------------------------ simcse
+    Case("simcse sentences missing", lambda w, o: ["simcse", w.missing, "-m", w.bert, "-o", _o(o)], 2, "no such file", lambda w: w.missing),
+    Case("simcse empty file", lambda w, o: ["simcse", w.bad["empty"], "-m", w.bert, "-o", _o(o)], 2, "no sentences", lambda w: w.bad["empty"]),
+    Case("simcse temperature zero", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--temperature", "0"], 2, "--temperature"),
+    Case("simcse temperature nan", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--temperature", "nan"], 2, "--temperature"),
+    Case("simcse deletion 1", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--objective", "nm", "--deletion", "1"], 2, "--deletion"),
+    Case("simcse unknown objective", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--objective", "cse"], 2, "'cse' is not one of"),
+    Case("simcse unknown stop-gradient", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--objective", "nm", "--stop-gradient", "both"], 2, "'both' is not one of"),
+    Case("simcse max pooling", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--pooling", "max"], 2, "'max' is not one of"),
+    Case("simcse dict-dev", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "2", "--eval-on", "dict-dev"], 2, "dict-dev"),
+    Case("simcse eval without data", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "2", "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
+    Case("simcse keep best alone", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--keep", "best"], 2, "--eval-every"),
+    Case("simcse mlm without an mlm head", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--mlm-weight", "0.1", "--mlm-probability", "1"], 2, "--mlm-probability"),
+    Case("tsdae nm weight negative", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--nm-weight", "-1"], 2, "--nm-weight"),
     # ------------------------------------------------------------------ select-best, merge
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),
@@ -495,6 +509,10 @@ def _tsdae(w, o: Path, sentences) -> list:
     return ["tsdae", sentences, "-m", w.bert, "-o", _o(o), "--max-steps", "1", "-b", "2"]
 
 
+def _simcse(w, o: Path) -> list:
+    return ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--max-steps", "1", "-b", "2"]
+
+
 INEFFECTIVE = [
     ("train --eval-on without --eval-every", lambda w, o: [*_train(w, o), "--eval-on", "dev"], {}, "--eval-on has no effect"),
     ("train --eval-every 0 --eval-on", lambda w, o: [*_train(w, o), "--eval-every", "0", "--eval-on", "stsb-dev"], {}, "--eval-on has no effect"),
@@ -507,6 +525,13 @@ INEFFECTIVE = [
     ("train --head-lr with a head", lambda w, o: [*_train(w, o), "--pooler", "linear", "--head-lr", "1e-3"], {}, None),
     ("tsdae --split on a text file", lambda w, o: [*_tsdae(w, o, w.texts), "--split", "all"], {}, "--split has no effect"),
     ("tsdae --split on a dictionary", lambda w, o: [*_tsdae(w, o, w.dictionary), "--split", "all"], {}, None),
+    ("tsdae --temperature without --nm-weight", lambda w, o: [*_tsdae(w, o, w.texts), "--temperature", "0.1"], {}, "--temperature has no effect"),
+    ("simcse --deletion with simcse", lambda w, o: [*_simcse(w, o), "--deletion", "0.3"], {}, "--deletion has no effect"),
+    ("simcse --deletion with nm", lambda w, o: [*_simcse(w, o), "--objective", "nm", "--deletion", "0.3"], {}, None),
+    ("simcse --stop-gradient with simcse", lambda w, o: [*_simcse(w, o), "--stop-gradient", "none"], {}, "--stop-gradient has no effect"),
+    ("simcse --word-head without --mlm-weight", lambda w, o: [*_simcse(w, o), "--word-head", "embeddings"], {}, "--word-head has no effect"),
+    ("simcse --eval-on without --eval-every", lambda w, o: [*_simcse(w, o), "--eval-on", "stsb-dev"], {}, "--eval-on has no effect"),
+    ("simcse --split on a text file", lambda w, o: [*_simcse(w, o), "--split", "all"], {}, "--split has no effect"),
 ]  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from . import (
     lookup,
     merge,
     select_best,
+    simcse,
     train,
     tsdae,
 )
@@ -32,6 +33,7 @@ COMMAND_MODULES = (
     inspect,
     train,
     tsdae,
+    simcse,
     select_best,
     merge,
     lookup,

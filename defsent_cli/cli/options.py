@@ -16,8 +16,18 @@ import typer
 from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
+from ..evaluation.criteria import CRITERIA
 from ..formats.dictionary import SPLITS
-from ..training.config import DEFAULT_SEED, TRAIN_POOLINGS
+from ..training.config import (
+    BATCHINGS,
+    DEFAULT_SEED,
+    DELETION,
+    DICTIONARY_SPLITS,
+    KEEP,
+    TEMPERATURE,
+    TRAIN_POOLINGS,
+    TSDAE_POOLINGS,
+)
 
 
 def value(choice: Any) -> Any:
@@ -222,6 +232,97 @@ Deterministic = Annotated[
         "the very weights of an uninterrupted one on a GPU too, at some cost in speed.",
     ),
 ]
+MlmWeight = Annotated[
+    float,
+    typer.Option(
+        "--mlm-weight",
+        callback=NON_NEGATIVE,
+        help="Add this times a masked-LM loss on a second, masked pass of each batch (Reiml 2023, SimCSE: 0.1).",
+    ),
+]
+MlmProbability = Annotated[
+    float, typer.Option("--mlm-probability", callback=FRACTION, help="Share of tokens masked for --mlm-weight.")
+]
+Batching = choices("Batching", BATCHINGS)
+BatchingOption = Annotated[
+    Batching, typer.Option("--batching", help="bucket (length buckets, little padding) or random.")
+]
+EvalEvery = Annotated[
+    int,
+    typer.Option(
+        "--eval-every",
+        min=0,
+        help="Score the model on --eval-on every N steps and at the end (0: never); the curve goes to "
+        "train_log.jsonl and defsent.json.",
+    ),
+]
+EvalOn = choices("EvalOn", CRITERIA)
+EvalOnOption = Annotated[
+    EvalOn,
+    typer.Option(
+        "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
+    ),
+]
+Keep = choices("Keep", KEEP)
+KeepOption = Annotated[
+    Keep | None,
+    typer.Option(
+        "--keep",
+        help="Which checkpoint to write: best (best score seen; the default with --eval-every) or last.",
+        show_default=False,
+    ),
+]
+
+
+def training_warnings(eval_every: int, mlm_weight: float) -> list[tuple[str, bool, str]]:
+    """The ``warn_ineffective`` rows of the options every trainer shares: evaluation without --eval-every,
+    MLM settings without --mlm-weight."""
+    never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"
+    return [
+        ("eval_on", not eval_every, f"--eval-on has no effect: {never}"),
+        ("data", not eval_every, f"--data (the evaluation data) has no effect: {never}"),
+        ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)"),
+    ]
+
+
+def split_warning(sentences: Path) -> tuple[str, bool, str]:
+    """The ``warn_ineffective`` row of ``--split`` given with a text file (tsdae, simcse)."""
+    return (
+        "split",
+        sentences.suffix.lower() != ".jsonl",
+        f"--split has no effect: it picks a dictionary's definitions, and {sentences} is a text file "
+        "(every line is used)",
+    )
+
+
+# ---------------------------------------------------------------- training on plain sentences (tsdae, simcse)
+
+Sentences = Annotated[
+    Path,
+    typer.Argument(
+        metavar="SENTENCES",
+        help="Text file, one sentence per line (a domain corpus), or a dictionary .jsonl (its definitions).",
+        show_default=False,
+    ),
+]
+SentenceSplitName = choices("SentenceSplitName", DICTIONARY_SPLITS)
+SentenceSplit = Annotated[
+    SentenceSplitName,
+    typer.Option("--split", help="A dictionary's definitions of this split (train keeps dev/test unseen), or all."),
+]
+SentencePoolingName = choices("SentencePoolingName", TSDAE_POOLINGS)
+Deletion = Annotated[
+    float, typer.Option("--deletion", callback=FRACTION, help="Share of words deleted from each sentence.")
+]
+DELETION_DEFAULT = DELETION
+Temperature = Annotated[
+    float,
+    typer.Option(
+        "--temperature", callback=POSITIVE, help="InfoNCE temperature: logits = cos / T (SimCSE: 0.05 = scale 20)."
+    ),
+]
+TEMPERATURE_DEFAULT = TEMPERATURE
+
 CheckpointOutput = Annotated[
     Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)
 ]

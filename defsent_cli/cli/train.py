@@ -10,11 +10,8 @@ import typer
 from .. import distributed
 from ..console import say
 from ..encoder.choices import POOLER_MODES
-from ..evaluation.criteria import CRITERIA
 from ..training.config import (
     BANK_DTYPES,
-    BATCHINGS,
-    KEEP,
     LOGITS,
     OBJECTIVE_DEFAULTS,
     OBJECTIVES,
@@ -26,12 +23,8 @@ from .boundary import guard, warn_ineffective
 
 Pooler = opt.choices("Pooler", POOLER_MODES)
 
-Batching = opt.choices("Batching", BATCHINGS)
-
 BankDtype = opt.choices("BankDtype", BANK_DTYPES)
 Logits = opt.choices("Logits", LOGITS)
-Keep = opt.choices("Keep", KEEP)
-EvalOn = opt.choices("EvalOn", CRITERIA)
 Objective = opt.choices("Objective", OBJECTIVES)
 Schedule = opt.choices("Schedule", SCHEDULES)
 _PLUS, _DEFSENT = OBJECTIVE_DEFAULTS["defsent-plus"], OBJECTIVE_DEFAULTS["defsent"]
@@ -77,17 +70,8 @@ def train_command(
             show_default=False,
         ),
     ] = None,
-    mlm_weight: Annotated[
-        float,
-        typer.Option(
-            "--mlm-weight",
-            callback=opt.NON_NEGATIVE,
-            help="Add this times a masked-LM loss on a second, masked pass of each batch (Reiml 2023: 0.1).",
-        ),
-    ] = 0.0,
-    mlm_probability: Annotated[
-        float, typer.Option("--mlm-probability", callback=opt.FRACTION, help="Share of tokens masked for --mlm-weight.")
-    ] = 0.15,
+    mlm_weight: opt.MlmWeight = 0.0,
+    mlm_probability: opt.MlmProbability = 0.15,
     pooling: Annotated[
         opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling before the head, in training.")
     ] = opt.TrainPooling.cls,
@@ -161,9 +145,7 @@ def train_command(
     max_length: opt.MaxLength = None,
     max_steps: opt.MaxSteps = None,
     limit: opt.Limit = None,
-    batching: Annotated[
-        Batching, typer.Option("--batching", help="bucket (length buckets, little padding) or random.")
-    ] = Batching.bucket,
+    batching: opt.BatchingOption = opt.Batching.bucket,
     save_every: opt.SaveEvery = 500,
     log_every: opt.LogEvery = 20,
     resume: opt.Resume = False,
@@ -203,29 +185,9 @@ def train_command(
             "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
         ),
     ] = 0,
-    eval_every: Annotated[
-        int,
-        typer.Option(
-            "--eval-every",
-            min=0,
-            help="Score the model on --eval-on every N steps and at the end (0: never); the curve goes to "
-            "train_log.jsonl and defsent.json.",
-        ),
-    ] = 0,
-    eval_on: Annotated[
-        EvalOn,
-        typer.Option(
-            "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
-        ),
-    ] = EvalOn("dev"),
-    keep: Annotated[
-        Keep | None,
-        typer.Option(
-            "--keep",
-            help="Which checkpoint to write: best (best score seen; the default with --eval-every) or last.",
-            show_default=False,
-        ),
-    ] = None,
+    eval_every: opt.EvalEvery = 0,
+    eval_on: opt.EvalOnOption = opt.EvalOn.dev,
+    keep: opt.KeepOption = None,
     data: opt.Data = None,
     device: opt.Device = "auto",
     precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
@@ -250,13 +212,10 @@ def train_command(
 
     objective_name = opt.value(objective)
     defaults = OBJECTIVE_DEFAULTS[objective_name]
-    never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"
     warn_ineffective(
         ctx,
         [
-            ("eval_on", not eval_every, f"--eval-on has no effect: {never}"),
-            ("data", not eval_every, f"--data (the evaluation data) has no effect: {never}"),
-            ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)"),
+            *opt.training_warnings(eval_every, mlm_weight),
             (
                 "word_head",
                 objective_name == "defsent-plus" and not mlm_weight,

@@ -2,42 +2,38 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..console import say
-from ..training.config import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS, TrainConfig
+from ..training.config import TrainConfig
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
-TsdaePooling = opt.choices("TsdaePooling", TSDAE_POOLINGS)
-SentenceSplit = opt.choices("SentenceSplit", DICTIONARY_SPLITS)
+TsdaePooling = opt.SentencePoolingName
 
 
 def tsdae_command(
     ctx: typer.Context,
-    sentences: Annotated[
-        Path,
-        typer.Argument(
-            metavar="SENTENCES",
-            help="Text file, one sentence per line (a domain corpus), or a dictionary .jsonl (all its definitions).",
-            show_default=False,
-        ),
-    ],
+    sentences: opt.Sentences,
     model: opt.Model,
     output: opt.CheckpointOutput,
     pooling: Annotated[
         TsdaePooling, typer.Option("--pooling", "-p", help="Pooling of the damaged sentence (paper: cls).")
     ] = TsdaePooling.cls,
-    split: Annotated[
-        SentenceSplit,
-        typer.Option("--split", help="A dictionary's definitions of this split (train keeps dev/test unseen), or all."),
-    ] = SentenceSplit.train,
-    deletion: Annotated[
-        float, typer.Option("--deletion", callback=opt.FRACTION, help="Share of words deleted from each sentence.")
-    ] = DELETION,
+    split: opt.SentenceSplit = opt.SentenceSplitName.train,
+    deletion: opt.Deletion = opt.DELETION_DEFAULT,
+    nm_weight: Annotated[
+        float,
+        typer.Option(
+            "--nm-weight",
+            callback=opt.NON_NEGATIVE,
+            help="TSDAE + Noise Matching: add this times NM's InfoNCE (the damaged sentence's vector onto its "
+            "original's, stop-gradient on the original; Reiml 2023) on the same batch.",
+        ),
+    ] = 0.0,
+    temperature: opt.Temperature = opt.TEMPERATURE_DEFAULT,
     lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Learning rate (constant).")] = 3e-5,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per step.")] = 8,
     epochs: opt.Epochs = 1,
@@ -60,6 +56,7 @@ def tsdae_command(
     Examples:
       defsent tsdae corpus.txt -m BASE -o tsdae/
       defsent tsdae dict.jsonl -m BASE --pooling mean --limit 20000 -o tsdae-1/
+      defsent tsdae corpus.txt -m BASE --nm-weight 1 --batch-size 64 -o tsdae-nm/
 
     The paper's settings: AdamW, constant lr 3e-5, no warm-up, weight decay 0, batch 8, CLS pooling, tied
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
@@ -70,12 +67,8 @@ def tsdae_command(
     warn_ineffective(
         ctx,
         [
-            (
-                "split",
-                sentences.suffix.lower() != ".jsonl",
-                f"--split has no effect: it picks a dictionary's definitions, and {sentences} is a text file "
-                "(every line is used)",
-            )
+            opt.split_warning(sentences),
+            ("temperature", not nm_weight, "--temperature has no effect without --nm-weight (no InfoNCE term)"),
         ],
     )
     config = TrainConfig(
@@ -106,6 +99,8 @@ def tsdae_command(
         resume=resume,
         force=force,
         show_progress=show_progress,
+        nm_weight=nm_weight,
+        temperature=temperature,
     )
     say(
         f"wrote {output}: {info['steps']} steps on {info['training_sentences']:,} sentences, final loss {info['final_loss']}"

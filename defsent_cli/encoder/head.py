@@ -52,6 +52,16 @@ class PoolerHead(nn.Module):
         return self.activation(self.dense(pooled.to(self.dense.weight.dtype)))  # fp16/bf16 weights at inference
 
 
+def fresh_mlp(dim: int, std: float = 0.02) -> PoolerHead:
+    """A new dense layer + tanh, weights N(0, ``std``) and zero bias as BERT initialises them: unsupervised
+    SimCSE's training-only MLP over CLS (its ``MLPLayer``, absent from the checkpoint it starts from)."""
+    dense = nn.Linear(dim, dim)
+    with torch.no_grad():
+        dense.weight.normal_(0.0, std)
+        dense.bias.zero_()
+    return PoolerHead(dense, "tanh")
+
+
 def resolve_pooler_mode(mode: str, model_type: str) -> str:
     """``auto`` -> ``mlm-dense`` for the RoBERTa family, ``keep`` otherwise."""
     if mode not in POOLER_MODES:

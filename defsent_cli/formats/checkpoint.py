@@ -77,6 +77,31 @@ def _row(name: str, value) -> str:
     return f"| {name} | {text.replace('|', '/')} |"
 
 
+#: What each kind of run did, in one sentence of the model card.
+DESCRIPTIONS = {
+    "merge": "a weight-space merge of the models below.",
+    "train": "one DefSent+ training step (Liu 2024): the encoder learns to map each dictionary definition onto "
+    "its entry's vector in a frozen entry bank.",
+    "tsdae": "TSDAE pre-training (Wang et al. 2021): the encoder learns to pool a sentence with 60% of its words "
+    "deleted into one vector from which a decoder rebuilds the sentence.",
+    "simcse": "unsupervised SimCSE (Gao et al. 2021): two dropout views of each sentence are pulled together, "
+    "the other sentences of the batch pushed away.",
+    "nm": "Noise Matching (Reiml 2023): each sentence with words deleted is pulled onto the original sentence, "
+    "the other sentences of the batch pushed away.",
+}
+
+
+def _description(info: dict) -> str:
+    kind = info.get("kind", "train")
+    text = DESCRIPTIONS.get(info.get("objective") if kind == "contrastive" else kind, DESCRIPTIONS["train"])
+    extras = []
+    if info.get("nm_weight"):
+        extras.append(f"plus {info['nm_weight']:g} x Noise Matching")
+    if (info.get("config") or {}).get("mlm_weight"):
+        extras.append(f"plus {info['config']['mlm_weight']:g} x a masked-LM loss")
+    return text + (f" Loss: {', '.join(extras)}." if extras else "")
+
+
 def model_card(name: str, info: dict) -> str:
     """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json``."""
     pooling = info.get("pooling", "mean")
@@ -89,13 +114,7 @@ def model_card(name: str, info: dict) -> str:
         "",
         f"# {name}",
         "",
-        f"A sentence encoder written by `defsent` {info.get('defsent_version', '')}: "
-        + (
-            "a weight-space merge of the models below."
-            if info.get("kind") == "merge"
-            else "one DefSent+ training step (Liu 2024): the encoder learns to map each dictionary definition "
-            "onto its entry's vector in a frozen entry bank."
-        ),
+        f"A sentence encoder written by `defsent` {info.get('defsent_version', '')}: {_description(info)}",
         "",
         "## Use",
         "",
@@ -114,6 +133,21 @@ def model_card(name: str, info: dict) -> str:
         for key in ("method", "alpha", "base", "models", "weights", "select", "selected_score"):
             if key in info:
                 lines.append(_row(key, info[key]))
+        lines.append("")
+    elif "sentences" in info:  # tsdae, simcse: plain sentences, no bank
+        lines += ["## Training data", "", "| what | value |", "|---|---|"]
+        lines.append(_row("base model", info.get("base_model", "?")))
+        lines.append(_row("sentences", info["sentences"]))
+        lines.append(_row("split (of a dictionary)", info.get("split") or "-"))
+        lines.append(_row("training sentences", info.get("training_sentences", "?")))
+        lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
+        for key in ("objective", "deletion", "stop_gradient", "temperature", "mlp", "nm_weight", "train_pooling"):
+            if info.get(key) is not None:
+                lines.append(_row(key, info[key]))
+        for key, value in info.get("config", {}).items():
+            lines.append(_row(key, value))
+        lines.append(_row("steps", info.get("steps", "?")))
+        lines.append(_row("seconds", info.get("seconds", "?")))
         lines.append("")
     else:
         bank = info.get("bank_attrs", {})

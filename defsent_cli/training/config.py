@@ -53,6 +53,11 @@ OBJECTIVE_DEFAULTS = {
 TSDAE_POOLINGS = ("cls", "mean")
 DELETION = 0.6
 DICTIONARY_SPLITS = (*SPLITS, "all")
+#: defsent simcse (training/contrastive.py): SimCSE (two dropout views) or Noise Matching (the deletion noise's
+#: positive), which side of NM's pair carries the stop-gradient, and SimCSE's temperature 0.05 (scale 20).
+CONTRASTIVE_OBJECTIVES = ("simcse", "nm")
+STOP_GRADIENTS = ("original", "damaged", "none")
+TEMPERATURE = 0.05
 DEFAULT_SEED = 42
 MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
 

@@ -1,4 +1,5 @@
-"""Softmax cross-entropy of sentence vectors against a frozen entry bank.
+"""Softmax cross-entropies of sentence vectors: against a frozen entry bank (:func:`bank_cross_entropy`,
+DefSent+), and against the other sentences of the batch (:func:`info_nce`, SimCSE and Noise Matching).
 
 DefSent+ (``TrainEncoder.py``): logits = representation . bank^T over ALL entries,
 no bias, no temperature, the bank frozen; cross-entropy on the entry's row.
@@ -106,3 +107,32 @@ def bank_cross_entropy(
     chunk = chunk or default_chunk(reps)
     with torch.autocast(reps.device.type, enabled=False):
         return _BankCrossEntropy.apply(reps.float(), bank.detach(), labels, chunk, float(label_smoothing), mean_row)
+
+
+def info_nce(
+    queries: torch.Tensor, keys: torch.Tensor, scale: float = 20.0, sizes: list[int] | None = None
+) -> torch.Tensor:
+    """InfoNCE with in-batch negatives (SimCSE's loss): the mean over the queries of
+    ``-log softmax_j(scale · cos(q_i, k_j))[i]``, key i being query i's positive and every other key of the
+    global batch a negative.
+
+    The loss is sentence-transformers' ``MultipleNegativesRankingLoss`` (scale 20 = 1 / SimCSE's temperature
+    0.05; ``compute_loss_from_embeddings``, used as is). Under torchrun the keys of every process are gathered
+    first (``distributed.all_gather_batch``: this process's own first, so key i is still query i's positive;
+    with their gradients when they carry any), as SimCSE's code does on several GPUs, so each query sees the
+    negatives of the whole global batch; ``sizes``: every process's share of it (``distributed.shard_sizes``),
+    None in one process. A stop-gradient is the caller's: pass detached queries or keys.
+    At least float32: under mixed precision the cosines and the log-sum-exp leave autocast.
+    """
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from .. import distributed
+
+    if queries.dim() != 2 or queries.shape != keys.shape:
+        raise ValueError(f"shapes do not match: queries {tuple(queries.shape)}, keys {tuple(keys.shape)}")
+    # bf16 / fp16 under autocast: the cosines in float32 (float64 stays float64)
+    queries, keys = (t.float() if t.element_size() < 4 else t for t in (queries, keys))
+    with torch.autocast(queries.device.type, enabled=False):
+        gathered = keys if sizes is None else distributed.all_gather_batch(keys, sizes)
+        loss = MultipleNegativesRankingLoss(None, scale=scale)
+        return loss.compute_loss_from_embeddings([queries, gathered], None)

@@ -1,7 +1,7 @@
 """Running a training to a checkpoint folder: the work folder, resuming, writing, cleaning up.
 
-:func:`train` (``defsent train``, one PST step) and :func:`tsdae` (``defsent tsdae``) build their trainer
-and hand it to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
+:func:`train` (``defsent train``, one PST step), :func:`tsdae` (``defsent tsdae``) and :func:`contrastive`
+(``defsent simcse``) build their trainer and hand it to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
 """
 
 from __future__ import annotations
@@ -41,6 +41,18 @@ def _work_dir(output: Path, resume: bool, force: bool) -> tuple[Path, Path]:
     return output, work_dir
 
 
+def _criterion(config: TrainConfig, data: Path | None, dictionary=None, bank=None) -> Criterion | None:
+    """The dev criterion of ``--eval-every`` with its data loaded now, so that missing evaluation data fails
+    before the model loads (None without ``--eval-every``)."""
+    return Criterion(config.eval_on, data, dictionary, bank).prepare() if config.eval_every else None
+
+
+def _tracking(trainer: Trainer, criterion: Criterion | None) -> Trainer:
+    if criterion is not None:
+        trainer.track_dev(criterion)
+    return trainer
+
+
 def train(
     dictionary: Path,
     bank: Path,
@@ -62,13 +74,15 @@ def train(
     if config.objective == "defsent" and bank is not None:
         raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
     output, work_dir = _work_dir(output, resume, force)
-    criterion = Criterion(config.eval_on, data, dictionary, bank) if config.eval_every else None
-    if criterion is not None:
-        criterion.prepare()  # missing evaluation data fails before the model loads
-    trainer = Trainer(dictionary, bank, base_model, config)
-    if criterion is not None:
-        trainer.track_dev(criterion)
-    return fit(trainer, output, work_dir, resume, force, show_progress)
+    criterion = _criterion(config, data, dictionary, bank)
+    return fit(
+        _tracking(Trainer(dictionary, bank, base_model, config), criterion),
+        output,
+        work_dir,
+        resume,
+        force,
+        show_progress,
+    )
 
 
 def tsdae(
@@ -81,12 +95,37 @@ def tsdae(
     resume: bool = False,
     force: bool = False,
     show_progress: bool | None = None,
+    **nm,
 ) -> dict:
-    """TSDAE on ``sentences`` (a text file, one per line, or a dictionary's definitions); writes the encoder."""
+    """TSDAE on ``sentences`` (a text file, one per line, or a dictionary's definitions); writes the encoder.
+    ``nm``: ``nm_weight`` and ``temperature`` of TSDAE + Noise Matching."""
     from .tsdae import TsdaeTrainer
 
     output, work_dir = _work_dir(output, resume, force)
-    trainer = TsdaeTrainer(sentences, base_model, config, deletion, split)
+    trainer = TsdaeTrainer(sentences, base_model, config, deletion, split, **nm)
+    return fit(trainer, output, work_dir, resume, force, show_progress)
+
+
+def contrastive(
+    sentences: Path,
+    base_model: Path,
+    output: Path,
+    config: TrainConfig,
+    resume: bool = False,
+    force: bool = False,
+    show_progress: bool | None = None,
+    data: Path | None = None,
+    **settings,
+) -> dict:
+    """SimCSE or Noise Matching on ``sentences`` (``settings``: see :class:`ContrastiveTrainer`); writes the
+    encoder. With ``config.eval_every`` it is scored on a dev criterion as it trains, as :func:`train`."""
+    from .contrastive import ContrastiveTrainer
+
+    if config.eval_every and config.eval_on == "dict-dev":
+        raise DefsentError("--eval-on dict-dev needs a dictionary and an entry bank; use dev or stsb-dev")
+    output, work_dir = _work_dir(output, resume, force)
+    criterion = _criterion(config, data)
+    trainer = _tracking(ContrastiveTrainer(sentences, base_model, config, **settings), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 

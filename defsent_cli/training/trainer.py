@@ -100,10 +100,12 @@ class TrainForward(torch.nn.Module):
         head_only: bool = False,
         masked_ids: torch.Tensor | None = None,
         padded: bool = True,
+        masked_mask: torch.Tensor | None = None,
     ):
         """The head's output; with ``masked_ids`` also the token states of a second pass on them (--mlm-weight).
 
-        ``padded``: whether the batch has padding, known on the host (no mask at all when it has none)."""
+        ``padded``: whether the batch has padding, known on the host (no mask at all when it has none);
+        ``masked_mask``: the masked pass's attention mask when its sentences are not the batch's (simcse nm)."""
         mask = model_mask(self.model, attention_mask, padded)
         with torch.no_grad() if head_only else nullcontext():  # head warm-up: the encoder is a fixed feature map
             states = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state
@@ -111,6 +113,8 @@ class TrainForward(torch.nn.Module):
         reps = self.head(pooled)
         if masked_ids is None:
             return reps
+        if masked_mask is not None:
+            mask = model_mask(self.model, masked_mask, True)
         return reps, self.model(input_ids=masked_ids, attention_mask=mask).last_hidden_state
 
 
@@ -430,17 +434,32 @@ class Trainer:
         if self.dev is not None:
             self.dev.restore_best(self.model)
 
+    def run_info(self) -> dict:
+        """What every kind of run records in ``defsent.json`` (train, tsdae, simcse): the versions, base, settings,
+        the run's size and its loss curve."""
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "defsent_version": __version__,
+            "base_model": str(self.base_model.resolve()),
+            "normalize": self.loaded.normalize,  # the base folder's Normalize module, kept by the checkpoint
+            "config": asdict(self.config),
+            "processes": self.world,
+            "precision": self.precision,
+            "steps": self.step,
+            "max_length": self.max_length,
+            "seconds": round(self.elapsed, 1),
+            "final_loss": self.log[-1]["loss"] if self.log else None,
+            "loss_curve": [[row["step"], row["loss"]] for row in self.log],
+        }
+
     def info(self) -> dict:
         """What ``defsent.json`` records about this run."""
         config = self.config
         defs = len(self.data)
         return {
-            "format": CHECKPOINT_FORMAT,
+            **self.run_info(),
             "kind": "train",
-            "defsent_version": __version__,
-            "base_model": str(self.base_model.resolve()),
             "pooling": config.inference_pooling or config.pooling,
-            "normalize": self.loaded.normalize,  # the base folder's Normalize module, kept by the checkpoint
             "train_pooling": config.pooling,
             "head": self.head.mode_description,
             "pooler_mode": config.pooler,
@@ -449,17 +468,9 @@ class Trainer:
             **self._target_info(),
             "training_definitions": defs,
             "training_entries": self.data.n_entries_trained,
-            "config": asdict(config),
-            "processes": self.world,
-            "precision": self.precision,
-            "steps": self.step,
-            "max_length": self.max_length,
-            "seconds": round(self.elapsed, 1),
             "definitions_per_second": round(
                 min(self.step * config.batch_size, defs * config.epochs) / max(self.elapsed, 1e-9), 2
             ),
-            "final_loss": self.log[-1]["loss"] if self.log else None,
-            "loss_curve": [[row["step"], row["loss"]] for row in self.log],
             **self._dev_info(),
         }
 

@@ -10,65 +10,33 @@ original tokens), used as is. What we write around it is what ``defsent train`` 
 batches, the loop with progress and a JSONL log, the resumable safetensors state (the decoder's own
 weights, e.g. its cross-attention, travel in it), and the checkpoint folder.
 
-The noise is written here, not taken from sentence-transformers: its example splits words with NLTK's
-``word_tokenize``, whose Punkt model is a run-time download (nothing may download here). Words are split
-as the Treebank tokenizer would for this purpose (runs of word characters, each punctuation mark on its
-own), each is kept with probability 1 - 0.6, at least one is kept, and the rest are joined by spaces
-(the subword tokenizers of BERT and RoBERTa split punctuation off anyway). The draw is a pure function
-of (seed, step), so a resumed run damages the same sentences the same way.
+The noise is ``sentences.damage`` (see there: NLTK's tokenizer would need a run-time download), drawn
+from (seed, step), so a resumed run damages the same sentences the same way.
+
+TSDAE + Noise Matching (Reiml 2023, Table 6.10; ``--nm-weight λ``): on the same batch, the loss adds λ times
+Noise Matching's InfoNCE (``contrastive.py``, ``loss.info_nce``, temperature ``--temperature``): the
+damaged sentence's vector, the very one the decoder reads (taken from TSDAE's own encoder pass by a forward
+hook, so there is no second pass), is the key that learns; the original's vector, from a pass without
+gradient (the stop-gradient), its positive; the other damaged sentences of the batch the negatives.
 
 Defaults from the paper: AdamW, constant lr 3e-5, no warm-up, weight decay 0, batch 8, CLS pooling.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict
+import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .. import __version__
 from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import pad_batch, pad_id, tokenize
 from ..errors import DefsentError
-from ..formats.checkpoint import CHECKPOINT_FORMAT
-from ..formats.dictionary import seeded_sample
-from .config import DELETION, DICTIONARY_SPLITS, TSDAE_POOLINGS, TrainConfig
-from .data import TrainingData
+from .config import DELETION, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
+from .loss import info_nce
+from .sentences import damage, sample_sentences, sentence_data
 from .trainer import Trainer
-
-_WORDS = re.compile(r"\w+|[^\w\s]")
-
-
-def delete_words(text: str, ratio: float, rng: np.random.Generator) -> str:
-    """``text`` with each word (or punctuation mark) deleted with probability ``ratio``; at least one stays."""
-    words = _WORDS.findall(text)
-    if not words:
-        return text
-    keep = rng.random(len(words)) > ratio
-    if not keep.any():
-        keep[rng.integers(len(words))] = True
-    return " ".join(word for word, kept in zip(words, keep, strict=True) if kept)
-
-
-def read_sentences(path: Path, split: str = "train") -> list[str]:
-    """One sentence per line of a text file, or the definitions of a dictionary JSONL (``.jsonl``) of one split
-    (default train, so that held-out definitions stay unseen; ``all``: every split)."""
-    from ..formats.dictionary import iter_entries
-    from ..io import check_input, read_texts
-
-    path = check_input(path)
-    if split not in DICTIONARY_SPLITS:
-        raise DefsentError(f"--split must be one of {', '.join(DICTIONARY_SPLITS)}, not {split!r}")
-    if path.suffix.lower() == ".jsonl":
-        texts = [d for entry in iter_entries(path) if split in ("all", entry.split) for d in entry.definitions]
-    else:
-        texts = read_texts([path], skip_blank=True)
-    if not texts:
-        raise DefsentError("holds no sentences", path=path)
-    return texts
 
 
 def sentence_transformer(transformer_dir: Path, pooling: str, device):
@@ -89,7 +57,14 @@ class TsdaeTrainer(Trainer):
     """The denoising auto-encoder run: the :class:`Trainer` loop and state, another model and loss."""
 
     def __init__(
-        self, sentences: Path, base_model: Path, config: TrainConfig, deletion: float = DELETION, split: str = "train"
+        self,
+        sentences: Path,
+        base_model: Path,
+        config: TrainConfig,
+        deletion: float = DELETION,
+        split: str = "train",
+        nm_weight: float = 0.0,
+        temperature: float = TEMPERATURE,
     ):
         from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
 
@@ -101,12 +76,13 @@ class TsdaeTrainer(Trainer):
             raise DefsentError(f"tsdae pools with cls or mean, not {config.pooling!r}")
         if not 0 <= deletion < 1:
             raise DefsentError(f"--deletion must be in [0, 1), got {deletion}")
-        self.deletion, self.split = deletion, split
+        if not (math.isfinite(nm_weight) and nm_weight >= 0):
+            raise DefsentError(f"--nm-weight must be a finite number >= 0, got {nm_weight}")
+        if not (math.isfinite(temperature) and temperature > 0):
+            raise DefsentError(f"--temperature must be a finite number > 0, got {temperature}")
+        self.deletion, self.split, self.nm_weight, self.temperature = deletion, split, nm_weight, temperature
         self.dictionary, self.base_model, self.bank_path = Path(sentences), Path(base_model), None
-        texts = read_sentences(self.dictionary, split)
-        keep = seeded_sample(len(texts), config.limit, config.seed)
-        if keep is not None:
-            texts = [texts[i] for i in keep]
+        texts = sample_sentences(self.dictionary, split, config)
         self.rank, self.world = distributed.rank(), distributed.world()
         if self.world > 1:
             raise DefsentError("defsent tsdae runs in one process (not under torchrun)")
@@ -122,9 +98,10 @@ class TsdaeTrainer(Trainer):
         self.loaded.model = self.model
         self.max_length = self.loaded.token_limit(config.max_length)
         self.pool = get_pooling(config.pooling)
-        self.data = TrainingData(
-            tokenize(texts, self.loaded.tokenizer, self.pool, self.max_length), np.zeros(len(texts)), 0, texts
-        )
+        self.data = sentence_data(texts, self.loaded.tokenizer, self.pool, self.max_length)
+        self.encoded: list[torch.Tensor] = []  # --nm-weight: the damaged sentences' vectors of TSDAE's pass
+        if nm_weight:
+            self.encoder.register_forward_hook(lambda module, args, out: self.encoded.append(out["sentence_embedding"]))
         self.head, self.word_head, self.mlm = None, None, None  # Trainer's DefSent+ parts: none here
         params = [p for p in self.loss_model.parameters() if p.requires_grad]
         self._start(
@@ -134,9 +111,9 @@ class TsdaeTrainer(Trainer):
     def describe(self) -> str:
         config = self.config
         return (
-            f"tsdae: {self.base_model} on {len(self.data):,} sentences ({config.pooling} pooling, {self.deletion:.0%} "
-            f"of words deleted, lr {config.lr:g} constant, batch {config.batch_size}, {self.total_steps:,} steps, "
-            f"seed {config.seed}"
+            f"tsdae{f' + {self.nm_weight:g} x Noise Matching' if self.nm_weight else ''}: {self.base_model} on "
+            f"{len(self.data):,} sentences ({config.pooling} pooling, {self.deletion:.0%} of words deleted, "
+            f"lr {config.lr:g} constant, batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
         )
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
@@ -150,12 +127,17 @@ class TsdaeTrainer(Trainer):
         shared = {p.data_ptr() for p in self.model.parameters()}
         return {k: v for k, v in self.loss_model.decoder.state_dict().items() if v.data_ptr() not in shared}
 
+    def settings(self) -> dict:
+        """What this run adds to :class:`TrainConfig` (recorded, and required equal on --resume)."""
+        nm = {"nm_weight": self.nm_weight, "temperature": self.temperature} if self.nm_weight else {}
+        return {"deletion": self.deletion, "split": self.split, **nm}
+
     def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        settings = {"deletion": self.deletion, "split": self.split}
-        return settings, {f"decoder.{k}": v for k, v in self._decoder_only().items()}
+        return self.settings(), {f"decoder.{k}": v for k, v in self._decoder_only().items()}
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        differ = [f"--{k}" for k, v in (("deletion", self.deletion), ("split", self.split)) if extra.get(k, v) != v]
+        saved = {"nm_weight": 0.0, **extra}
+        differ = [f"--{k.replace('_', '-')}" for k, v in self.settings().items() if saved.get(k, v) != v]
         if differ:
             raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})")
         decoder = {k.removeprefix("decoder."): v for k, v in tensors.items() if k.startswith("decoder.")}
@@ -165,9 +147,9 @@ class TsdaeTrainer(Trainer):
         self.loss_model.train()
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
-        """Delete words (seeded by seed and step), encode the damaged sentences, reconstruct the originals."""
-        rng = np.random.default_rng([self.config.seed, self.step])
-        damaged = [delete_words(self.data.texts[i], self.deletion, rng) for i in index]
+        """Delete words (seeded by seed and step), encode the damaged sentences, reconstruct the originals
+        (+ λ · Noise Matching of the damaged sentences' vectors onto their originals')."""
+        damaged = damage([self.data.texts[i] for i in index], self.deletion, self.config.seed, self.step)
         tokenizer = self.loaded.tokenizer
         padding = pad_id(tokenizer)
         source = pad_batch(tokenize(damaged, tokenizer, self.pool, self.max_length), padding)
@@ -175,28 +157,25 @@ class TsdaeTrainer(Trainer):
         features = [
             {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)} for ids, mask in (source, target)
         ]
-        return self.loss_model(features, None)
+        self.encoded.clear()
+        loss = self.loss_model(features, None)
+        if not self.nm_weight:
+            return loss
+        (keys,) = self.encoded  # the damaged sentences' vectors, as the decoder read them (with gradient)
+        with torch.no_grad():  # the stop-gradient side: the originals, dropout on as in training
+            queries = self.encoder(dict(features[1]))["sentence_embedding"]
+        self.encoded.clear()
+        return loss + self.nm_weight * info_nce(queries, keys, scale=1.0 / self.temperature)
 
     def info(self) -> dict:
-        config = self.config
         return {
-            "format": CHECKPOINT_FORMAT,
+            **self.run_info(),
             "kind": "tsdae",
-            "defsent_version": __version__,
-            "base_model": str(self.base_model.resolve()),
-            "pooling": config.pooling,
-            "normalize": self.loaded.normalize,
-            "train_pooling": config.pooling,
+            "pooling": self.config.pooling,
+            "train_pooling": self.config.pooling,
             "sentences": str(self.dictionary.resolve()),
             "training_sentences": len(self.data),
-            "deletion": self.deletion,
+            **self.settings(),
             "split": self.split if self.dictionary.suffix.lower() == ".jsonl" else None,
-            "config": asdict(config),
-            "precision": self.precision,
-            "steps": self.step,
-            "max_length": self.max_length,
-            "seconds": round(self.elapsed, 1),
-            "final_loss": self.log[-1]["loss"] if self.log else None,
-            "loss_curve": [[row["step"], row["loss"]] for row in self.log],
             "kept_step": self.step,
         }
