@@ -147,6 +147,46 @@ def hdf5_output(path: str | Path):
     write_bytes(path, buffer.getbuffer())
 
 
+def check_free_space(path: str | Path, needed: int) -> None:
+    """Fail at once, with the full-disk error (ENOSPC, naming ``path``), when the file system that will hold
+    ``path`` has fewer than ``needed`` bytes free: a long streamed write should not run for an hour first."""
+    import shutil
+
+    path = Path(path)
+    free = shutil.disk_usage(path.parent if str(path.parent) else ".").free
+    if free < needed:
+        raise OSError(errno.ENOSPC, f"needs {needed:,} bytes, {free:,} free", str(path))
+
+
+def reserve_space(path: str | Path) -> None:
+    """Have the file system allocate every block of the file as it stands now (``posix_fallocate``), so that
+    writing into that extent later cannot run out of space. A file system without fallocate is left as is."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def hdf5_stream(path: str | Path, needed: int):
+    """An HDF5 file written on disk as it is built (for outputs too large for memory), appearing at ``path``
+    only when the block ends without an error.
+
+    The free space is checked first (:func:`check_free_space`); the writer should create its datasets at
+    their final size and call :func:`reserve_space`, so a full disk fails at once instead of inside h5py's
+    lazy flushing (see :func:`hdf5_output`). It is written to a temporary file beside ``path`` and renamed."""
+    import h5py
+
+    check_free_space(path, needed)
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w") as h5:
+            yield h5
+
+
 def write_json(path: str | Path, obj: object) -> None:
     """Atomically write one JSON object (indented, UTF-8)."""
     with atomic_text(path) as fh:

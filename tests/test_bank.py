@@ -105,3 +105,68 @@ def test_cli_embed_entries(cli, tiny_dict, tiny_bert, tmp_path, bert):
     assert result.exit_code == 2 and "bad.jsonl:1:" in result.stderr
     assert not (tmp_path / "b2.h5").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# --- embed-entries in bounded memory (issue 29): parts streamed into the output ---------------------------
+
+
+def _shared_dict(tmp_path):
+    """Entries with definitions shared inside and across parts, and a dev entry between them."""
+    rows = [
+        {"entry": "dog", "definitions": ["a domesticated carnivorous mammal kept as a pet", "an animal that barks"]},
+        {"entry": "hound", "definitions": ["an animal that barks"], "split": "dev"},
+        {"entry": "joy", "definitions": ["a feeling of great happiness"]},
+        {"entry": "glee", "definitions": ["a feeling of great happiness", "give new life or vigor to"]},
+        {"entry": "giraffe", "definitions": ["a long-necked african animal"]},
+    ]
+    path = tmp_path / "shared.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _h5(path):
+    with h5py.File(path) as h5:
+        return {name: (h5[name].dtype, h5[name][()]) for name in h5}, dict(h5.attrs)
+
+
+@pytest.mark.parametrize("part", [1, 2, 3, 100])
+def test_a_bank_written_part_by_part_is_the_in_memory_bank(tmp_path, bert, part):
+    from defsent_cli.training.entry_bank import bank_parts, write_bank_streamed
+
+    dictionary = _shared_dict(tmp_path)
+    parts = list(bank_parts(dictionary, ["train", "dev", "test"], part))
+    assert [p.first for p in parts] == {1: [0, 1, 2, 3, 4], 2: [0, 1, 3, 4], 3: [0, 2, 4], 100: [0]}[part]
+    assert [e for p in parts for e in p.entries] == ["dog", "hound", "joy", "glee", "giraffe"]
+    write_bank(tmp_path / "memory.h5", build_bank(dictionary, bert, "AMP", batch_size=2))
+    summary = write_bank_streamed(dictionary, bert, tmp_path / "parts.h5", "AMP", batch_size=2, part_definitions=part)
+    assert (summary.entries, summary.dim, summary.kind, summary.definitions) == (5, 32, "AMP", 7)
+    (want, want_attrs), (got, got_attrs) = _h5(tmp_path / "memory.h5"), _h5(tmp_path / "parts.h5")
+    assert got.keys() == want.keys() == {"entries", "vectors", "counts"}
+    assert all(got[name][0] == want[name][0] for name in got)  # the same dataset types
+    assert got["entries"][1].tolist() == want["entries"][1].tolist() and got["counts"][1].tolist() == [2, 1, 1, 2, 1]
+    np.testing.assert_allclose(got["vectors"][1], want["vectors"][1], atol=1e-6)
+    assert abs(got["vectors"][1]).min() > 0  # every row written
+    assert got_attrs.keys() == want_attrs.keys()
+    assert {k: v for k, v in got_attrs.items() if k != "created"} == {
+        k: v for k, v in want_attrs.items() if k != "created"
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.h5", "parts.h5", "shared.jsonl"]  # no temporary left
+
+
+def test_cli_embed_entries_in_parts_and_a_full_disk(cli, tmp_path, tiny_bert, bert, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    dictionary = _shared_dict(tmp_path)
+    out = tmp_path / "bank.h5"
+    result = cli("embed-entries", dictionary, "-m", tiny_bert, "--part-size", "2", "-b", "2", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "5 entries x 32 dims (AMP, 7 definitions" in result.stderr
+    np.testing.assert_allclose(read_bank(out).vectors, build_bank(dictionary, bert, "AMP").vectors, atol=1e-6)
+    check_bank_matches(read_bank(out), dictionary)
+    # the disk has less room than the bank needs (5 x 32 float32 rows and more): one line, exit 1, nothing written
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 500, 500))
+    full = cli("embed-entries", dictionary, "-m", tiny_bert, "-o", tmp_path / "full.h5")
+    assert full.exit_code == 1 and full.stderr.strip() == f"error: {tmp_path / 'full.h5'}: no space left on the device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.h5", "shared.jsonl"]

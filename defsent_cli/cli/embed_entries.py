@@ -9,7 +9,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..formats.bank import KINDS, check_bank_path, write_bank
+from ..formats.bank import KINDS, check_bank_path
 from ..formats.dictionary import SPLITS, check_splits
 from ..io import check_output, sha256_file
 from . import options as opt
@@ -33,6 +33,16 @@ def embed_entries(
     batch_size: opt.BatchSize = 32,
     batch_tokens: opt.BatchTokens = None,
     max_length: opt.MaxLength = None,
+    part_size: Annotated[
+        int,
+        typer.Option(
+            "--part-size",
+            min=1,
+            help="Definitions per part: the entries are embedded in contiguous parts of about this many "
+            "definitions, each written to the output before the next; memory holds one part (a definition shared "
+            "by entries of two parts is encoded in each).",
+        ),
+    ] = 65536,
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
     precision: opt.Precision = opt.PRECISION_DEFAULT,
@@ -45,25 +55,35 @@ def embed_entries(
     Example:
       defsent embed-entries dict.jsonl --model ckpt/ --kind AMP -o bank.h5
 
-    Under torchrun the processes share the definitions and rank 0 writes the bank.
+    Memory is bounded whatever the size of the dictionary: the model and one part of --part-size definitions;
+    the rows are streamed into the output (its disk space checked and reserved first). Under torchrun the
+    processes share the definitions and rank 0 writes the bank.
     """
     from ..encoder.onnx_runtime import describe  # torch: imported by the command, not by --help
-    from ..training.entry_bank import build_bank
+    from ..training.entry_bank import write_bank_streamed
 
     check_output(check_bank_path(output), force)
     wanted = check_splits(splits.split(","))
     sha256_file(dictionary)  # a missing dictionary fails before the model loads
     loaded = opt.load(model, device, runtime, precision, batch_tokens)
     with distributed.session(loaded.device):
-        bank = build_bank(
-            dictionary, loaded, opt.value(kind), wanted, batch_size, max_length, show_progress=show_progress, shard=True
+        bank = write_bank_streamed(
+            dictionary,
+            loaded,
+            output,
+            opt.value(kind),
+            wanted,
+            batch_size,
+            max_length,
+            part_definitions=part_size,
+            show_progress=show_progress,
+            shard=True,
         )
     if bank is None:  # not rank 0: rank 0 writes
         return
-    write_bank(output, bank)
     say(
-        f"wrote {output}: {len(bank)} entries x {bank.vectors.shape[1]} dims ({bank.kind}, "
-        f"{int(bank.counts.sum())} definitions, {describe(loaded)})"
+        f"wrote {output}: {bank.entries} entries x {bank.dim} dims ({bank.kind}, "
+        f"{bank.definitions} definitions, {describe(loaded)})"
     )
 
 

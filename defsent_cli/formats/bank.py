@@ -2,19 +2,28 @@
 and provenance attributes. Row i of ``vectors`` belongs to ``entries[i]``; rows follow the
 dictionary's order (see :func:`defsent_cli.formats.dictionary.bank_rows`).
 
+A bank is used whole (:func:`read_bank`: a :class:`Bank` in memory) or from its file a range of rows at a time
+(:func:`open_bank`: a :class:`BankFile`; a shard of the bank under ``train --shard-bank``, chunks of rows in the
+reverse dictionary), and written whole (:func:`write_bank`) or streamed to disk part by part
+(:func:`bank_output`: ``embed-entries``, ``ica --fit-rows``), so no command needs the whole matrix in memory
+unless it says so.
+
 Building a bank (encoding definitions) is :mod:`defsent_cli.training.entry_bank`; this module
 only reads, writes and checks the file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_output, sha256_file
-from .dictionary import SPLITS, bank_entries
+from ..io import hdf5_output, hdf5_stream, reserve_space, sha256_file
+from .dictionary import SPLITS, bank_rows
 
 if TYPE_CHECKING:  # numpy (and h5py) only where a bank is read or written: `embed-entries --help` lists KINDS
     import numpy as np
@@ -25,15 +34,11 @@ KINDS = {"AC": "cls", "AMP": "mean"}
 BANK_SUFFIXES = (".h5", ".hdf5")
 
 
-@dataclass
-class Bank:
-    """Entry strings, their vectors, how many definitions each averages, and provenance."""
+class BankHeader:
+    """What a bank in memory (:class:`Bank`) and a bank on disk (:class:`BankFile`) both tell: provenance
+    (``attrs``), kind and splits."""
 
-    entries: list[str]
-    vectors: np.ndarray
-    counts: np.ndarray
-    attrs: dict = field(default_factory=dict)
-    source: Path | None = None  # the file it was read from (for messages; not stored)
+    attrs: dict
 
     @property
     def kind(self) -> str:
@@ -44,8 +49,35 @@ class Bank:
         """The dictionary splits whose entries the bank holds."""
         return set(str(self.attrs.get("splits", ",".join(SPLITS))).split(","))
 
+
+@dataclass
+class Bank(BankHeader):
+    """Entry strings, their vectors, how many definitions each averages, and provenance."""
+
+    entries: list[str]
+    vectors: np.ndarray
+    counts: np.ndarray
+    attrs: dict = field(default_factory=dict)
+    source: Path | None = None  # the file it was read from (for messages; not stored)
+
     def __len__(self) -> int:
         return len(self.entries)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def iter_rows(self, chunk: int, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first row, rows)`` over ``start`` .. ``stop``, ``chunk`` rows at a time (views), as :class:`BankFile`."""
+        stop = len(self) if stop is None else stop
+        for first in range(start, stop, chunk):
+            yield first, self.vectors[first : min(first + chunk, stop)]
+
+    def iter_entries(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def entries_at(self, rows) -> list[str]:
+        return [self.entries[int(i)] for i in rows]
 
 
 def check_bank_path(path: str | Path) -> Path:
@@ -57,7 +89,8 @@ def check_bank_path(path: str | Path) -> Path:
 
 
 def write_bank(path: str | Path, bank: Bank) -> None:
-    """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts`` + attrs)."""
+    """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts`` + attrs), built in memory:
+    for banks that fit in memory; :func:`bank_output` streams a larger one to disk."""
     import h5py
     import numpy as np
 
@@ -69,54 +102,196 @@ def write_bank(path: str | Path, bank: Bank) -> None:
             h5.attrs[key] = value
 
 
-def read_bank(path: str | Path, dtype="float32") -> Bank:
-    """Read a bank written by :func:`write_bank`; anything else is a one-line error naming the file.
+class BankWriter:
+    """The rows of a bank written into its file as they come (:func:`bank_output`), in any order of ranges;
+    ``attrs`` is written when the file is complete."""
 
-    ``dtype`` (e.g. ``np.float16``): HDF5 converts the vectors while reading, so no float32 copy of
-    the whole matrix is ever held.
-    """
+    def __init__(self, h5, n: int, dim: int):
+        import h5py
+
+        self.n, self.dim, self.written, self.attrs = n, dim, 0, {}
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)  # the space of every row taken now (see io.reserve_space)
+        self.entries = h5.create_dataset("entries", (n,), dtype=h5py.string_dtype("utf-8"), dcpl=dcpl.copy())
+        self.vectors = h5.create_dataset("vectors", (n, dim), dtype="float32", dcpl=dcpl.copy(), fill_time="never")
+        self.counts = h5.create_dataset("counts", (n,), dtype="int32", dcpl=dcpl.copy(), fill_time="never")
+
+    def write(self, start: int, entries: list[str], vectors, counts) -> None:
+        """Rows ``start`` .. ``start + len(entries)`` (float32 vectors, int32 counts)."""
+        import numpy as np
+
+        stop = start + len(entries)
+        if len(entries) != len(vectors) or len(entries) != len(counts) or not 0 <= start <= stop <= self.n:
+            raise ValueError(f"rows {start}:{stop} do not fit a bank of {self.n} rows")
+        if stop > start:
+            self.entries[start:stop] = entries
+            self.vectors[start:stop] = np.asarray(vectors, dtype=np.float32)
+            self.counts[start:stop] = np.asarray(counts, dtype=np.int32)
+        self.written += stop - start
+
+
+@contextlib.contextmanager
+def bank_output(path: str | Path, n: int, dim: int, entry_bytes: int) -> Iterator[BankWriter]:
+    """A bank file streamed to disk as its rows are written (:class:`BankWriter`), in bounded memory.
+
+    The datasets are created at their final size with their space allocated up front, after the free space
+    was checked (``n x dim`` float32 rows, counts, and about ``entry_bytes`` of entry strings): a full disk
+    fails at once with the usual error. Written to a temporary file beside ``path``, renamed when every row
+    is in (:func:`defsent_cli.io.hdf5_stream`); an error anywhere leaves nothing behind."""
+    needed = n * (4 * dim + 4 + 32) + entry_bytes + (1 << 20)  # rows, counts, string references and heap
+    with hdf5_stream(path, needed) as h5:
+        writer = BankWriter(h5, n, dim)
+        h5.flush()
+        reserve_space(h5.filename)
+        yield writer
+        if writer.written != n:
+            raise RuntimeError(f"bank writer got {writer.written} of {n} rows")
+        for key, value in writer.attrs.items():
+            h5.attrs[key] = value
+
+
+#: Rows per read when a bank is streamed from its file (32 MiB of float32 rows at 128 dims, 96 MiB at 384).
+READ_ROWS = 65536
+
+
+@dataclass
+class BankFile(BankHeader):
+    """A bank on disk, opened without its vectors: its size, attributes and the reads of row ranges (h5py
+    slicing), so a bank larger than memory is used a shard or a chunk at a time. It has the header of a
+    :class:`Bank` (``attrs``, ``kind``, ``splits``, ``len``, ``dim``, ``source``)."""
+
+    source: Path
+    n: int
+    dim: int
+    attrs: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def rows(self, start: int = 0, stop: int | None = None, dtype="float32") -> np.ndarray:
+        """Rows ``start`` .. ``stop`` as ``dtype`` (HDF5 converts while reading); a NaN or infinite row is an error."""
+        import numpy as np
+
+        stop = self.n if stop is None else stop
+        with _reading(self.source) as h5:
+            vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[start:stop])
+        _check_finite(vectors, self.source)
+        return vectors
+
+    def iter_rows(
+        self, chunk: int = READ_ROWS, start: int = 0, stop: int | None = None, dtype="float32"
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first row, rows)`` over ``start`` .. ``stop``, ``chunk`` rows at a time, the file open throughout."""
+        import numpy as np
+
+        stop = self.n if stop is None else stop
+        with _reading(self.source) as h5:
+            source = h5["vectors"].astype(np.dtype(dtype))
+            for first in range(start, stop, chunk):
+                vectors = np.asarray(source[first : min(first + chunk, stop)])
+                _check_finite(vectors, self.source)
+                yield first, vectors
+
+    def iter_entries(self, chunk: int = READ_ROWS) -> Iterator[str]:
+        """The entry strings in row order, read ``chunk`` at a time."""
+        with _reading(self.source) as h5:
+            for first in range(0, self.n, chunk):
+                yield from _strings(h5["entries"][first : first + chunk])
+
+    def entries_at(self, rows) -> list[str]:
+        """The entry strings of these rows (any order, repeats allowed)."""
+        import numpy as np
+
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        unique, where = np.unique(rows, return_inverse=True)
+        with _reading(self.source) as h5:
+            found = _strings(h5["entries"][unique]) if unique.size else []
+        return [found[i] for i in where]
+
+    def load(self, dtype="float32") -> Bank:
+        """The whole bank in memory."""
+        import numpy as np
+
+        with _reading(self.source) as h5:
+            entries = _strings(h5["entries"][()])
+            counts = np.asarray(h5["counts"][()], dtype=np.int32)
+        return Bank(entries, self.rows(dtype=dtype), counts, dict(self.attrs), source=self.source)
+
+
+def _strings(values) -> list[str]:
+    return [e.decode("utf-8") if isinstance(e, bytes) else str(e) for e in values]
+
+
+def _check_finite(vectors: np.ndarray, path: Path) -> None:
+    import numpy as np
+
+    if not np.isfinite(vectors).all():
+        bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+        raise DefsentError(f"bank has {bad} row(s) with NaN or infinite values; rebuild it", path=path)
+
+
+@contextlib.contextmanager
+def _reading(path: Path):
+    """The bank's HDF5 file open for reading; a file h5py cannot read is a one-line error naming it."""
     import h5py
+
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError as exc:
+        raise DefsentError(f"cannot read HDF5 ({exc})", path=path) from None
+    with h5:
+        try:
+            yield h5
+        except (OSError, KeyError) as exc:
+            raise DefsentError(f"cannot read the bank ({exc})", path=path) from None
+
+
+def open_bank(path: str | Path) -> BankFile:
+    """Open a bank written by :func:`write_bank` or :func:`bank_output` without reading its vectors; anything
+    else is a one-line error naming the file."""
     import numpy as np
 
     path = Path(path)
     if not path.is_file():
         raise DefsentError("no such bank file", path=path)
-    try:
-        with h5py.File(path, "r") as h5:
-            if h5.attrs.get("format") != BANK_FORMAT:
-                raise DefsentError(f"not a defsent bank (format attribute is not {BANK_FORMAT!r})", path=path)
-            shapes = {name: h5[name].shape for name in ("entries", "vectors", "counts")}
-            if len(shapes["vectors"]) != 2 or len(shapes["entries"]) != 1 or len(shapes["counts"]) != 1:
-                raise DefsentError(
-                    f"bank datasets have the wrong shapes ({shapes}); expected entries (n,), vectors (n, d), "
-                    "counts (n,)",
-                    path=path,
-                )
-            if h5["vectors"].dtype.kind != "f":
-                raise DefsentError(f"bank vectors must be floats, found {h5['vectors'].dtype}", path=path)
-            entries = [e.decode("utf-8") if isinstance(e, bytes) else str(e) for e in h5["entries"][()]]
-            vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[()])
-            counts = np.asarray(h5["counts"][()], dtype=np.int32)
-            attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
-    except OSError as exc:
-        raise DefsentError(f"cannot read HDF5 ({exc})", path=path) from None
-    except KeyError as exc:
-        raise DefsentError(f"bank is missing dataset {exc}", path=path) from None
-    if vectors.shape[0] != len(entries) or counts.shape[0] != len(entries):
+    with _reading(path) as h5:
+        if h5.attrs.get("format") != BANK_FORMAT:
+            raise DefsentError(f"not a defsent bank (format attribute is not {BANK_FORMAT!r})", path=path)
+        missing = [name for name in ("entries", "vectors", "counts") if name not in h5]
+        if missing:
+            raise DefsentError(f"bank is missing dataset {missing[0]!r}", path=path)
+        shapes = {name: h5[name].shape for name in ("entries", "vectors", "counts")}
+        if len(shapes["vectors"]) != 2 or len(shapes["entries"]) != 1 or len(shapes["counts"]) != 1:
+            raise DefsentError(
+                f"bank datasets have the wrong shapes ({shapes}); expected entries (n,), vectors (n, d), counts (n,)",
+                path=path,
+            )
+        if h5["vectors"].dtype.kind != "f":
+            raise DefsentError(f"bank vectors must be floats, found {h5['vectors'].dtype}", path=path)
+        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
+    n, dim = shapes["vectors"]
+    if shapes["entries"][0] != n or shapes["counts"][0] != n:
         raise DefsentError("bank datasets disagree in length", path=path)
-    if not np.isfinite(vectors).all():
-        bad = int((~np.isfinite(vectors)).any(axis=1).sum())
-        raise DefsentError(f"bank has {bad} row(s) with NaN or infinite values; rebuild it", path=path)
-    return Bank(entries, vectors, counts, attrs, source=Path(path))
+    return BankFile(path, int(n), int(dim), attrs)
 
 
-def check_bank_matches(bank: Bank, dictionary: str | Path) -> None:
-    """Fail unless the bank was built from exactly this dictionary (SHA-256 and entry strings)."""
+def read_bank(path: str | Path, dtype="float32") -> Bank:
+    """Read a whole bank into memory (:func:`open_bank`, then every row); anything else is a one-line error
+    naming the file. ``dtype`` (e.g. ``np.float16``): HDF5 converts the vectors while reading, so no float32
+    copy of the whole matrix is ever held."""
+    return open_bank(path).load(dtype)
+
+
+def check_bank_matches(bank: Bank | BankFile, dictionary: str | Path) -> None:
+    """Fail unless the bank was built from exactly this dictionary (SHA-256 and entry strings); both are read
+    as streams, so the check holds neither list of entries."""
     dictionary, bank_path = Path(dictionary), bank.source or "bank"
     if bank.attrs.get("dictionary_sha256") != sha256_file(dictionary):
         raise DefsentError(
             f"bank was built from another dictionary (SHA-256 differs from {dictionary}); rebuild it with embed-entries",
             path=bank_path,
         )
-    if bank_entries(dictionary, bank.splits) != bank.entries:
+    expected = (entry.entry for row, entry in bank_rows(dictionary, bank.splits) if row is not None)
+    missing = object()
+    if any(a != b for a, b in itertools.zip_longest(expected, bank.iter_entries(), fillvalue=missing)):
         raise DefsentError(f"bank entries do not match {dictionary} line by line; rebuild it", path=bank_path)

@@ -125,10 +125,13 @@ def check_splits(splits: Iterable[str]) -> list[str]:
     return [s for s in SPLITS if s in wanted]
 
 
-def bank_rows(path: str | Path, bank_splits: Collection[str]) -> Iterator[tuple[int | None, Entry]]:
-    """``(row, entry)`` for every entry: its row in a bank of ``bank_splits``, or None when not in it."""
+def bank_rows(
+    path: str | Path, bank_splits: Collection[str], unique: bool = True
+) -> Iterator[tuple[int | None, Entry]]:
+    """``(row, entry)`` for every entry: its row in a bank of ``bank_splits``, or None when not in it
+    (``unique``: as :func:`iter_entries`)."""
     row = 0
-    for entry in iter_entries(path):
+    for entry in iter_entries(path, unique=unique):
         if entry.split in bank_splits:
             yield row, entry
             row += 1
@@ -136,9 +139,40 @@ def bank_rows(path: str | Path, bank_splits: Collection[str]) -> Iterator[tuple[
             yield None, entry
 
 
-def bank_entries(path: str | Path, bank_splits: Collection[str]) -> list[str]:
-    """The entry strings of a bank built from ``bank_splits`` of this dictionary, in row order."""
-    return [entry.entry for row, entry in bank_rows(path, bank_splits) if row is not None]
+@dataclasses.dataclass
+class BankSize:
+    """What a bank built from some splits of a dictionary holds: rows (entries), their definitions, and the
+    UTF-8 bytes of their entry strings."""
+
+    rows: int
+    definitions: int
+    entry_bytes: int
+
+
+def bank_size(path: str | Path, bank_splits: Collection[str]) -> BankSize:
+    """One pass over a dictionary: the :class:`BankSize` of a bank of ``bank_splits``, every line validated.
+
+    A repeated entry is :func:`iter_entries`'s error, but found with 8 bytes per entry (a hash of each entry
+    string) instead of a dict of every string, so the pass holds no entry: only when two hashes collide is
+    the file read again with the exact check, which names the entry and both lines (or passes, for a
+    collision of different strings)."""
+    from array import array
+
+    import numpy as np
+
+    hashes = array("q")
+    rows = definitions = size = 0
+    for entry in iter_entries(path, unique=False):
+        hashes.append(hash(entry.entry))
+        if entry.split in bank_splits:
+            rows += 1
+            definitions += len(entry.definitions)
+            size += len(entry.entry.encode("utf-8"))
+    found = np.sort(np.frombuffer(hashes, dtype=np.int64))
+    if found.size > 1 and bool((found[1:] == found[:-1]).any()):
+        for _ in iter_entries(path):
+            pass
+    return BankSize(rows, definitions, size)
 
 
 def split_definitions(path: str | Path, bank_splits: Collection[str], split: str) -> tuple[list[str], list[int], int]:

@@ -11,7 +11,8 @@ is the mean of unnormalised pooled states, and training's logits are dot product
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,8 +25,8 @@ from ..encoder.models import LoadedModel
 from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import tokenize
 from ..errors import DefsentError
-from ..formats.bank import BANK_FORMAT, KINDS, Bank
-from ..formats.dictionary import SPLITS, bank_rows, check_splits
+from ..formats.bank import BANK_FORMAT, KINDS, Bank, bank_output
+from ..formats.dictionary import SPLITS, bank_rows, bank_size, check_splits
 from ..io import sha256_file
 
 
@@ -56,20 +57,117 @@ class Definitions:
     rows: np.ndarray
 
 
-def distinct_definitions(path: Path, splits: Sequence[str]) -> tuple[list[str], Definitions]:
-    """The entries of ``splits`` (in bank order) and their definitions, each distinct text once."""
-    entries: list[str] = []
-    index: dict[str, int] = {}
-    text_of: list[int] = []
-    rows: list[int] = []
-    for row, entry in bank_rows(path, splits):
+@dataclass
+class Part:
+    """A contiguous range of a bank's rows: the entries from row ``first`` on, with their definitions
+    (``definitions.rows`` counted from ``first``)."""
+
+    first: int
+    entries: list[str]
+    definitions: Definitions
+
+
+#: Definitions per part of a bank built in bounded memory (``embed-entries --part-size``): a part's entries,
+#: distinct texts, vectors (64k x d float32) and per-entry sums (at most 64k x d float64) are all that is held.
+PART_DEFINITIONS = 65536
+
+
+def bank_parts(
+    path: Path, splits: Sequence[str], part_definitions: int | None = None, unique: bool = True
+) -> Iterator[Part]:
+    """The entries of ``splits`` (in bank order) in contiguous parts of about ``part_definitions`` definitions
+    (an entry's definitions all in its part; None: one part), each distinct text of a part once.
+
+    A text shared by entries of two parts is in both (DefSent+ averages per entry, so the bank is the same;
+    it is encoded twice). The dictionary is read as a stream; ``unique``: a repeated entry is an error
+    (:func:`~defsent_cli.formats.dictionary.bank_size` checks that in bounded memory beforehand)."""
+    first, entries, index, text_of, rows = 0, [], {}, [], []
+
+    def part() -> Part:
+        arrays = (np.asarray(text_of, dtype=np.int64), np.asarray(rows, dtype=np.int64))
+        return Part(first, entries, Definitions(list(index), *arrays))
+
+    for row, entry in bank_rows(path, splits, unique=unique):
         if row is None:
             continue
+        if part_definitions and len(rows) >= part_definitions:
+            yield part()
+            first, entries, index, text_of, rows = row, [], {}, [], []
         entries.append(entry.entry)
         for definition in entry.definitions:
             text_of.append(index.setdefault(definition, len(index)))
-            rows.append(row)
-    return entries, Definitions(list(index), np.asarray(text_of, dtype=np.int64), np.asarray(rows, dtype=np.int64))
+            rows.append(row - first)
+    if entries:
+        yield part()
+
+
+def distinct_definitions(path: Path, splits: Sequence[str]) -> tuple[list[str], Definitions]:
+    """The entries of ``splits`` (in bank order) and their definitions, each distinct text once."""
+    for whole in bank_parts(path, splits):
+        return whole.entries, whole.definitions
+    return [], Definitions([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+@dataclass
+class BankJob:
+    """What every part of one bank is encoded with: the model, the pooling of the kind, the token limit,
+    the batch size and the encode loop (sharded across torchrun's processes or not)."""
+
+    loaded: LoadedModel
+    kind: str
+    limit: int
+    batch_size: int
+    chunk_definitions: int
+    shard: bool
+
+    def encode(self, part: Part, progress, task) -> EntryMeans | None:
+        """The per-entry sums of one part (None on a torchrun rank other than 0, which holds no rows).
+
+        Texts are encoded ``chunk_definitions`` at a time; each text's vector is added to every entry that has it."""
+        pooling = get_pooling(KINDS[self.kind])
+        run = encode_ids_sharded if self.shard else encode_ids
+        definitions, texts = part.definitions, part.definitions.texts
+        order = np.argsort(definitions.text_of, kind="stable")  # occurrences grouped by text, for each chunk
+        by_text, rows = definitions.text_of[order], definitions.rows[order]
+        means = EntryMeans(len(part.entries), self.loaded.dim) if distributed.is_main() else None
+        for start in range(0, len(texts), self.chunk_definitions):
+            stop = min(start + self.chunk_definitions, len(texts))
+            token_ids = tokenize(texts[start:stop], self.loaded.tokenizer, pooling, self.limit)
+            vectors = run(self.loaded, token_ids, pooling, self.batch_size, progress, task)
+            if vectors is not None:  # None: a rank other than 0 of a sharded run
+                lo, hi = np.searchsorted(by_text, [start, stop])
+                means.add(rows[lo:hi], vectors[by_text[lo:hi] - start])
+        if progress is not None:  # the bar counts definitions; a text shared within the part was encoded once
+            progress.advance(task, len(definitions.rows) - len(texts))
+        return means
+
+    def attrs(self, dictionary: Path, sha256: str, splits: Sequence[str]) -> dict:
+        """The provenance attributes of the bank (docs/formats.md)."""
+        return {
+            "format": BANK_FORMAT,
+            "kind": self.kind,
+            "pooling": KINDS[self.kind],
+            "encoder": str(Path(self.loaded.path).resolve()),
+            "dictionary": str(dictionary),
+            "dictionary_sha256": sha256,
+            "splits": ",".join(splits),
+            "max_length": int(self.limit),
+            "transform": "none",
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "defsent_version": __version__,
+        }
+
+
+def _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard) -> tuple[BankJob, list[str]]:
+    kind = kind.upper()
+    if kind not in KINDS:
+        raise DefsentError(f"unknown bank kind {kind!r}; use AC (CLS) or AMP (mean)")
+    wanted = check_splits(splits)
+    return BankJob(loaded, kind, loaded.token_limit(max_length), batch_size, chunk_definitions, shard), wanted
+
+
+def _progress_label(job: BankJob, definitions: int, entries: int) -> str:
+    return f"embedding entries ({job.kind}; {definitions:,} definitions of {entries:,} entries)"
 
 
 def build_bank(
@@ -83,7 +181,8 @@ def build_bank(
     show_progress: bool | None = None,
     shard: bool = False,
 ) -> Bank | None:
-    """Encode every distinct definition of the chosen splits once and average per entry (AC or AMP).
+    """The whole bank in memory (for a dictionary whose bank fits there; :func:`write_bank_streamed` has no
+    such limit): every distinct definition of the chosen splits encoded once and averaged per entry (AC or AMP).
 
     A text shared by several entries is encoded once and added to each of them, so the bank is the one
     of encoding every (entry, definition) pair (up to float noise from other batch neighbours). Texts are
@@ -91,44 +190,72 @@ def build_bank(
     ``shard``: under ``torchrun``, the processes share every chunk's batches and rank 0 averages and
     returns the bank; the other ranks return ``None``.
     """
-    kind = kind.upper()
-    if kind not in KINDS:
-        raise DefsentError(f"unknown bank kind {kind!r}; use AC (CLS) or AMP (mean)")
-    wanted = check_splits(splits)
+    job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)
     dictionary = Path(dictionary)
-    entries, definitions = distinct_definitions(dictionary, wanted)
-    if not entries:
+    whole = next(bank_parts(dictionary, wanted), None)
+    if whole is None:
         raise DefsentError(f"no entries in split(s) {', '.join(wanted)}", path=dictionary)
-    pooling = get_pooling(KINDS[kind])
-    limit = loaded.token_limit(max_length)
-    means = EntryMeans(len(entries), loaded.dim)
-    run = encode_ids_sharded if shard else encode_ids
-    order = np.argsort(definitions.text_of, kind="stable")  # occurrences grouped by text, for each chunk
-    by_text, rows = definitions.text_of[order], definitions.rows[order]
-    texts = definitions.texts
     with make_progress("definitions", show_progress if distributed.is_main() else False) as progress:
-        label = f"embedding entries ({kind}; {len(texts):,} distinct of {len(rows):,} definitions)"
-        task = progress.add_task(label, total=len(texts))
-        for start in range(0, len(texts), chunk_definitions):
-            stop = min(start + chunk_definitions, len(texts))
-            token_ids = tokenize(texts[start:stop], loaded.tokenizer, pooling, limit)
-            vectors = run(loaded, token_ids, pooling, batch_size, progress, task)
-            if vectors is not None:  # None: a rank other than 0 of a sharded run
-                lo, hi = np.searchsorted(by_text, [start, stop])
-                means.add(rows[lo:hi], vectors[by_text[lo:hi] - start])
-    if shard and not distributed.is_main():
+        label = _progress_label(job, len(whole.definitions.rows), len(whole.entries))
+        task = progress.add_task(label, total=len(whole.definitions.rows))
+        means = job.encode(whole, progress, task)
+    if means is None:
         return None
-    attrs = {
-        "format": BANK_FORMAT,
-        "kind": kind,
-        "pooling": pooling.name,
-        "encoder": str(Path(loaded.path).resolve()),
-        "dictionary": str(dictionary),
-        "dictionary_sha256": sha256_file(dictionary),
-        "splits": ",".join(wanted),
-        "max_length": int(limit),
-        "transform": "none",
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "defsent_version": __version__,
-    }
-    return Bank(entries, means.means(), means.counts.astype(np.int32), attrs)
+    attrs = job.attrs(dictionary, sha256_file(dictionary), wanted)
+    return Bank(whole.entries, means.means(), means.counts.astype(np.int32), attrs)
+
+
+@dataclass
+class BankSummary:
+    """What :func:`write_bank_streamed` wrote."""
+
+    entries: int
+    dim: int
+    kind: str
+    definitions: int
+
+
+def write_bank_streamed(
+    dictionary: str | Path,
+    loaded: LoadedModel,
+    output: str | Path,
+    kind: str = "AMP",
+    splits: Sequence[str] = SPLITS,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    part_definitions: int = PART_DEFINITIONS,
+    chunk_definitions: int = 8192,
+    show_progress: bool | None = None,
+    shard: bool = False,
+) -> BankSummary | None:
+    """Build the bank of ``dictionary`` into ``output`` in memory bounded by one part (``embed-entries``).
+
+    A first pass over the dictionary counts the bank's rows (and checks every line); then the entries are taken
+    in contiguous parts of about ``part_definitions`` definitions (:func:`bank_parts`): all the definitions of a
+    part are encoded (each distinct text of the part once) and averaged, and the part's rows are written into
+    the output, which was created at its final size (:func:`~defsent_cli.formats.bank.bank_output`: free space
+    checked, written beside ``output`` and renamed when complete). Memory: the model and one part, whatever
+    the number of entries. The rows are those of :func:`build_bank` up to float noise (a text shared across
+    two parts is encoded in each). ``shard``: under torchrun the processes share each chunk's batches and
+    rank 0 writes; the other ranks return None.
+    """
+    job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)
+    dictionary = Path(dictionary)
+    size = bank_size(dictionary, wanted)
+    if not size.rows:
+        raise DefsentError(f"no entries in split(s) {', '.join(wanted)}", path=dictionary)
+    attrs = job.attrs(dictionary, sha256_file(dictionary), wanted)
+    main = distributed.is_main()
+    output_file = bank_output(output, size.rows, loaded.dim, size.entry_bytes) if main else nullcontext()
+    with (
+        make_progress("definitions", show_progress if main else False) as progress,
+        output_file as writer,
+    ):
+        task = progress.add_task(_progress_label(job, size.definitions, size.rows), total=size.definitions)
+        for part in bank_parts(dictionary, wanted, part_definitions, unique=False):
+            means = job.encode(part, progress, task)
+            if writer is not None:
+                writer.write(part.first, part.entries, means.means(), means.counts)
+        if writer is not None:
+            writer.attrs.update(attrs)
+    return BankSummary(size.rows, loaded.dim, job.kind, size.definitions) if main else None
