@@ -309,6 +309,16 @@ def all_reduce_sum(value: float) -> float:
     return float(tensor.item())
 
 
+def all_reduce_cpu(tensor: Any) -> Any:
+    """Sum a CPU tensor over all ranks, in place (over the gloo group, so on a GPU run too); returns it."""
+    if active():
+        _require()
+        import torch.distributed as dist
+
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=_state["cpu_group"])
+    return tensor
+
+
 def gather_rows(rows: np.ndarray, index: np.ndarray, n: int) -> np.ndarray | None:
     """Assemble every rank's ``rows`` (for input positions ``index``) into one (n, d) matrix on rank 0.
 
@@ -336,8 +346,17 @@ def shard_sizes(n: int) -> list[int]:
     return [base + (r < extra) for r in range(world())]
 
 
-def all_gather_batch(local: Any, sizes: Sequence[int]) -> Any:
-    """The rows of the global batch from every rank, THIS rank's first, then the others in rank order.
+def shard_range(n: int) -> tuple[int, int]:
+    """``(start, stop)``: this rank's contiguous share of ``n`` rows (:func:`shard`'s split; all of them in one
+    process). ``train --shard-bank`` holds these rows of the bank."""
+    sizes = shard_sizes(n)
+    start = sum(sizes[: rank()])
+    return start, start + sizes[rank()]
+
+
+def all_gather_batch(local: Any, sizes: Sequence[int], mine_first: bool = True) -> Any:
+    """The rows of the global batch from every rank, THIS rank's first, then the others in rank order
+    (``mine_first=False``: all in rank order, i.e. the global batch's own order, the same on every rank).
 
     ``local`` holds this rank's ``sizes[rank]`` rows (one placeholder row on a rank that holds none, see
     ``Trainer.train_step``); ``sizes`` every rank's count (:func:`shard_sizes`). The ranks pad to the same
@@ -358,5 +377,5 @@ def all_gather_batch(local: Any, sizes: Sequence[int]) -> Any:
     rows = max(max(sizes), 1)
     padded = torch.nn.functional.pad(local, (0, 0, 0, rows - local.shape[0]))
     parts = all_gather_single(padded.contiguous(), 0, dist.group.WORLD).view(len(sizes), rows, *local.shape[1:])
-    order = [me, *(r for r in range(len(sizes)) if r != me)]
+    order = [me, *(r for r in range(len(sizes)) if r != me)] if mine_first else range(len(sizes))
     return torch.cat([parts[r, : sizes[r]] for r in order])

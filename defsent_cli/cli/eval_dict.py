@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .. import distributed
 from ..console import err_console
 from ..io import check_output, write_json
 from . import options as opt
@@ -43,15 +44,22 @@ def eval_dict_command(
       defsent eval-dict dict.jsonl --model defsent-ckpt/ -o words.json
 
     Over the vocabulary (a --objective defsent checkpoint, or --word-head) only the entries that are one
-    token are queried, as in DefSent's word-prediction table.
+    token are queried, as in DefSent's word-prediction table. The bank is read from its file a chunk of rows at
+    a time, never whole; under torchrun the processes share the queries and each scores its share of the rows.
     """
     from ..evaluation.reverse_dict import evaluate  # torch: imported by the command, not by --help
 
     if output is not None:
         check_output(output, force)
     check_candidates(bank, word_head)
-    encoder, entries = candidates(opt.load(model, device, runtime, precision), bank, word_head, pooling, dictionary)
-    metrics = evaluate(dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed)
+    loaded = opt.load(model, device, runtime, precision)
+    with distributed.session(loaded.device):
+        encoder, entries = candidates(loaded, bank, word_head, pooling, dictionary)
+        metrics = evaluate(
+            dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed, distributed.active()
+        )
+    if not distributed.is_main():  # rank 0 reports
+        return
     result = {
         "task": "reverse-dictionary",
         "model": str(model),

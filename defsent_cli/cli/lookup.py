@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import DefsentError
-from ..formats.bank import Bank
+from ..formats.bank import Bank, BankFile
 from ..io import read_texts, write_stdout
 from . import options as opt
 from .boundary import guard
@@ -49,7 +49,7 @@ def check_candidates(bank: Path | None, word_head) -> None:
 
 def candidates(
     loaded, bank: Path | None, word_head, pooling, dictionary: Path | None = None
-) -> tuple[QueryEncoder, Bank]:
+) -> tuple[QueryEncoder, Bank | BankFile]:
     """(query encoder, candidates): the entries of ``bank``, or the vocabulary through a word head."""
     from ..evaluation.reverse_dict import load_bank_for, query_encoder, trained_word_objective, word_query_encoder
 
@@ -87,7 +87,7 @@ def lookup_command(
       defsent lookup --model defsent-ckpt/ "a long-necked African animal"
       defsent lookup -m bert-base/ --word-head mlm "a feeling of great happiness"
     """
-    from ..evaluation.reverse_dict import top_k
+    from ..evaluation.bank_search import top_k
 
     if queries:
         for number, query in enumerate(queries, 1):
@@ -104,8 +104,11 @@ def lookup_command(
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)
     lines = []
-    for query, rows, values in zip(queries, indices, scores, strict=True):
-        hits = [{"entry": entries.entries[i], "score": round(float(s), 4)} for i, s in zip(rows, values, strict=True)]
+    width = indices.shape[1]
+    names = entries.entries_at(indices.ravel())  # the hits' entry strings, read at once (the bank stays on disk)
+    for number, (query, values) in enumerate(zip(queries, scores, strict=True)):
+        found = names[number * width : (number + 1) * width]
+        hits = [{"entry": e, "score": round(float(s), 4)} for e, s in zip(found, values, strict=True)]
         if as_json:
             lines.append(json.dumps({"query": query, "results": hits}, ensure_ascii=False))
         else:

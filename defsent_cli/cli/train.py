@@ -16,6 +16,7 @@ from ..training.config import (
     OBJECTIVE_DEFAULTS,
     OBJECTIVES,
     SCHEDULES,
+    SHARD_BANK_BYTES,
     TrainConfig,
 )
 from . import options as opt
@@ -156,6 +157,16 @@ def train_command(
             help="How the frozen bank is held: float16 halves its memory in every process (the loss stays float32).",
         ),
     ] = BankDtype.float32,
+    shard_bank: Annotated[
+        bool | None,
+        typer.Option(
+            "--shard-bank/--no-shard-bank",
+            help="Under torchrun: each process holds only its 1/N of the bank's rows and the softmax over all "
+            "entries is computed across the processes (the same loss; bank memory per process / N). Default: "
+            f"sharded when the bank takes {SHARD_BANK_BYTES >> 30} GiB or more (in its --bank-dtype), replicated below.",
+            show_default=False,
+        ),
+    ] = None,
     logits: Annotated[
         Logits,
         typer.Option(
@@ -206,7 +217,8 @@ def train_command(
 
     --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant,
     no clipping).
-    Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch.
+    Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch;
+    --shard-bank splits the bank's rows across the processes.
     """
     from ..training.run import train  # torch: imported by the command, not by --help
 
@@ -222,6 +234,12 @@ def train_command(
                 "--word-head has no effect: --objective defsent-plus uses a word head only for --mlm-weight",
             ),
             ("head_lr", opt.value(pooler) == "none", "--head-lr has no effect: --pooler none has no head to train"),
+            (
+                "shard_bank",
+                not distributed.active(),
+                "--shard-bank has no effect in one process, which holds the whole bank; it shards the bank across "
+                "the processes of torchrun",
+            ),
         ],
     )
     config = TrainConfig(
@@ -253,6 +271,7 @@ def train_command(
         precision=opt.value(precision),
         deterministic=deterministic,
         bank_dtype=opt.value(bank_dtype),
+        shard_bank=shard_bank,
         logits=opt.value(logits),
         scale=scale,
         label_smoothing=label_smoothing,

@@ -222,8 +222,9 @@ def encode_ids_sharded(
     batch_size: int = 32,
     progress=None,
     task=None,
+    dim: int | None = None,
 ) -> np.ndarray | None:
-    """:func:`encode_ids` split across the processes of a ``torchrun`` launch.
+    """:func:`encode_ids` split across the processes of a ``torchrun`` launch (``dim``: as there).
 
     Every rank forms the same length-sorted batches; batch i is encoded by rank
     i mod world (neighbouring batches have similar lengths, so the ranks get
@@ -234,13 +235,13 @@ def encode_ids_sharded(
     in one process it is :func:`encode_ids`.
     """
     if not distributed.active():
-        return encode_ids(loaded, id_lists, pooling, batch_size, progress, task)
+        return encode_ids(loaded, id_lists, pooling, batch_size, progress, task, dim)
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
     distributed.init(loaded.device)
     batches = distributed.my_batches(length_batches([len(ids) for ids in id_lists], batch_size, loaded.batch_tokens))
     mine = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
-    rows = encode_ids(loaded, [id_lists[i] for i in mine], pooling, batch_size, progress, task)
+    rows = encode_ids(loaded, [id_lists[i] for i in mine], pooling, batch_size, progress, task, dim)
     out = distributed.gather_rows(rows, mine, len(id_lists))
     if out is not None and progress is not None:
         progress.advance(task, len(id_lists) - len(mine))  # the other ranks' share

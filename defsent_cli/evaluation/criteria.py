@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import distributed
 from ..encoder.models import LoadedModel, load_model
 from ..errors import DefsentError
 from ..formats.checkpoint import read_info
@@ -41,6 +42,7 @@ class Criterion:
     batch_size: int = 32
     show_progress: bool | None = None
     _tasks: list | None = field(default=None, repr=False)
+    _bank: object = field(default=None, repr=False)  # dict-dev: the opened, checked bank (BankFile)
 
     def __post_init__(self) -> None:
         if self.name not in CRITERIA:
@@ -49,6 +51,12 @@ class Criterion:
     @property
     def meaning(self) -> str:
         return CRITERIA[self.name]
+
+    @property
+    def every_process(self) -> bool:
+        """Whether under torchrun every process takes part in a score (dict-dev: each scores its share of the
+        bank's rows, see ``bank_search.py``), rather than rank 0 alone."""
+        return self.name == "dict-dev" and distributed.active()
 
     def prepare(self) -> Criterion:
         """Load the evaluation data now, so a missing folder fails before any model loads."""
@@ -93,9 +101,18 @@ class Criterion:
             raise DefsentError(
                 "dict-dev needs --dictionary and --bank (the checkpoint does not name them)", path=loaded.path
             )
-        bank = load_bank_for(dictionary, bank_path)
-        encoder = query_encoder(loaded, bank)
-        metrics = evaluate(dictionary, encoder, bank, "dev", self.batch_size, show_progress=self.show_progress)
+        if self._bank is None or self._bank.source != Path(bank_path):  # checked once per bank
+            self._bank = load_bank_for(dictionary, bank_path)
+        encoder = query_encoder(loaded, self._bank)
+        metrics = evaluate(
+            dictionary,
+            encoder,
+            self._bank,
+            "dev",
+            self.batch_size,
+            show_progress=self.show_progress,
+            sharded=self.every_process,
+        )
         return 100.0 * metrics["mrr"]
 
     def score_folder(self, path: Path, device: str = "auto") -> float:

@@ -18,19 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from .. import distributed
 from ..console import make_progress
 from ..dictionary.build import word_targets
-from ..encoder.encode import encode_ids
+from ..encoder.encode import encode_ids, encode_ids_sharded
 from ..encoder.head import PoolerHead, head_from_info
 from ..encoder.models import LoadedModel, load_model
 from ..encoder.pooling import Pooling, get_pooling
 from ..encoder.tokenize import tokenize
 from ..encoder.word_head import WordHead, WordTransform, load_word_head, read_word_head
 from ..errors import DefsentError
-from ..formats.bank import Bank, check_bank_matches, read_bank
+from ..formats.bank import Bank, BankFile, check_bank_matches, open_bank
 from ..formats.dictionary import seeded_sample, split_definitions
+from .bank_search import gold_ranks
 
 TOP_K = (1, 3, 10)
 
@@ -44,14 +45,21 @@ class QueryEncoder:
     head: PoolerHead | WordTransform
     dim: int | None = None  # the head's output width when it is not the model's (a word head with its bias column)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32, progress=None, task=None) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 32, progress=None, task=None, shard: bool = False
+    ) -> np.ndarray:
+        """The vectors of ``texts``; ``shard`` (under torchrun): the processes share the batches and every
+        process gets all the vectors."""
         pool, head = self.pooling, self.head
         with_head = Pooling(f"{pool.name}+head", lambda batch: head(pool(batch)))
         ids = tokenize(texts, self.loaded.tokenizer, pool, self.loaded.max_length)
+        if shard and distributed.active():
+            vectors = encode_ids_sharded(self.loaded, ids, with_head, batch_size, progress, task, dim=self.dim)
+            return distributed.broadcast_object(vectors)
         return encode_ids(self.loaded, ids, with_head, batch_size, progress, task, dim=self.dim)
 
 
-def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -> QueryEncoder:
+def query_encoder(loaded: LoadedModel, bank: Bank | BankFile, pooling: str | None = None) -> QueryEncoder:
     """How a model reads definitions against a bank: a trained defsent checkpoint with its training pooling
     and head (the training logits); a merged checkpoint with its own pooling and no head; any other model
     with no head and the pooling of the bank's kind (AC -> cls, AMP -> mean). ``pooling`` overrides."""
@@ -63,9 +71,9 @@ def query_encoder(loaded: LoadedModel, bank: Bank, pooling: str | None = None) -
         own = loaded.info.get("pooling") if kind else None
         name = pooling or own or str(bank.attrs.get("pooling", "mean"))
         head = PoolerHead(None, "identity")
-    if bank.vectors.shape[1] != loaded.dim:
+    if bank.dim != loaded.dim:
         raise DefsentError(
-            f"the bank has {bank.vectors.shape[1]} dims but the model {loaded.path} has {loaded.dim}; "
+            f"the bank has {bank.dim} dims but the model {loaded.path} has {loaded.dim}; "
             "embed the entries with this model (or one of its size)",
             path=bank.source,
         )
@@ -105,36 +113,11 @@ def word_query_encoder(
     return encoder, vocabulary_bank(loaded, head)
 
 
-def load_query_encoder(model: str | Path, bank: Bank, pooling: str | None = None, device: str = "auto") -> QueryEncoder:
+def load_query_encoder(
+    model: str | Path, bank: Bank | BankFile, pooling: str | None = None, device: str = "auto"
+) -> QueryEncoder:
     """:func:`query_encoder` of the model folder ``model``."""
     return query_encoder(load_model(model, device), bank, pooling)
-
-
-def top_k(queries: np.ndarray, bank: Bank, k: int = 10, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """(indices, scores) of the ``k`` best bank rows for each query, best first."""
-    vectors = torch.from_numpy(bank.vectors)
-    k = min(k, len(bank))
-    all_idx, all_scores = [], []
-    for start in range(0, len(queries), chunk):
-        scores = torch.from_numpy(queries[start : start + chunk]) @ vectors.T
-        best = scores.topk(k, dim=1)
-        all_idx.append(best.indices.numpy())
-        all_scores.append(best.values.numpy())
-    if not all_idx:
-        return np.zeros((0, k), dtype=np.int64), np.zeros((0, k), dtype=np.float32)
-    return np.concatenate(all_idx), np.concatenate(all_scores)
-
-
-def gold_ranks(queries: np.ndarray, bank: Bank, gold: np.ndarray, chunk: int = 256) -> np.ndarray:
-    """1-based rank of each query's gold row among all bank rows (ties count against it)."""
-    vectors = torch.from_numpy(bank.vectors)
-    ranks = np.empty(len(queries), dtype=np.int64)
-    for start in range(0, len(queries), chunk):
-        scores = torch.from_numpy(queries[start : start + chunk]) @ vectors.T
-        rows = torch.from_numpy(gold[start : start + chunk])
-        target = scores.gather(1, rows.unsqueeze(1))
-        ranks[start : start + chunk] = 1 + (scores > target).sum(dim=1).numpy()
-    return ranks
 
 
 def rank_metrics(ranks: np.ndarray) -> dict:
@@ -154,16 +137,20 @@ def rank_metrics(ranks: np.ndarray) -> dict:
 def evaluate(
     dictionary: str | Path,
     encoder: QueryEncoder,
-    bank: Bank,
+    bank: Bank | BankFile,
     split: str = "test",
     batch_size: int = 32,
     limit: int | None = None,
     show_progress: bool | None = None,
     seed: int = 42,
+    sharded: bool = False,
 ) -> dict:
     """MRR and top-1/3/10 over the definitions of ``split`` (the bank must match the dictionary);
     ``limit``: a seeded random sample of that many definitions (as ``train --limit``).
-    A vocabulary bank (:func:`vocabulary_bank`): the single-token entries' definitions, gold = their token."""
+    A vocabulary bank (:func:`vocabulary_bank`): the single-token entries' definitions, gold = their token.
+    The bank's rows are scored a chunk at a time (``bank_search.gold_ranks``): a :class:`BankFile` is never
+    held whole. ``sharded`` (under torchrun, every process calling this): the processes share the encoding and
+    each scores its share of the bank's rows; every process gets the metrics."""
     skipped = None
     if bank.kind == "vocabulary":
         found = word_targets(Path(dictionary), split, encoder.loaded.tokenizer)
@@ -174,10 +161,10 @@ def evaluate(
     keep = seeded_sample(len(texts), limit, seed)
     if keep is not None:
         texts, gold = [texts[i] for i in keep], gold[keep]
-    with make_progress("defs", show_progress) as progress:
+    with make_progress("defs", show_progress if distributed.is_main() else False) as progress:
         task = progress.add_task(f"reverse dictionary ({split})", total=len(texts))
-        queries = encoder.encode(texts, batch_size, progress, task)
-    metrics = rank_metrics(gold_ranks(queries, bank, gold))
+        queries = encoder.encode(texts, batch_size, progress, task, shard=sharded)
+    metrics = rank_metrics(gold_ranks(queries, bank, gold, sharded))
     metrics.update({"split": split, "bank_entries": len(bank), "limit": limit, "seed": seed if limit else None})
     if skipped is not None:
         metrics["candidates"] = "vocabulary"
@@ -185,9 +172,10 @@ def evaluate(
     return metrics
 
 
-def load_bank_for(dictionary: str | Path | None, bank_path: str | Path) -> Bank:
-    """Read a bank and, when a dictionary is named, check the bank was built from it."""
-    bank = read_bank(bank_path)
+def load_bank_for(dictionary: str | Path | None, bank_path: str | Path) -> BankFile:
+    """Open a bank (its rows stay on disk until scored) and, when a dictionary is named, check the bank was
+    built from it."""
+    bank = open_bank(bank_path)
     if dictionary is not None:
         check_bank_matches(bank, dictionary)
     return bank

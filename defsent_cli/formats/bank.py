@@ -79,6 +79,10 @@ class Bank(BankHeader):
     def entries_at(self, rows) -> list[str]:
         return [self.entries[int(i)] for i in rows]
 
+    def rows_at(self, rows) -> np.ndarray:
+        """The vectors of these rows (any order, repeats allowed), as :class:`BankFile`."""
+        return self.vectors[rows]
+
 
 def check_bank_path(path: str | Path) -> Path:
     """A bank output must be named .h5 / .hdf5."""
@@ -207,6 +211,19 @@ class BankFile(BankHeader):
         with _reading(self.source) as h5:
             found = _strings(h5["entries"][unique]) if unique.size else []
         return [found[i] for i in where]
+
+    def rows_at(self, rows, dtype="float32") -> np.ndarray:
+        """The vectors of these rows (any order, repeats allowed): one read of the distinct rows, sorted."""
+        import numpy as np
+
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        unique, where = np.unique(rows, return_inverse=True)
+        if not unique.size:
+            return np.zeros((0, self.dim), dtype=np.dtype(dtype))
+        with _reading(self.source) as h5:
+            vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[unique])
+        _check_finite(vectors, self.source)
+        return vectors[where]
 
     def load(self, dtype="float32") -> Bank:
         """The whole bank in memory."""

@@ -19,6 +19,9 @@ KEEP = ("best", "last")
 DEFAULT_SCALE = {"dot": 1.0, "cosine": 20.0}
 BATCHINGS = ("bucket", "random")
 BANK_DTYPES = ("float32", "float16")
+#: With --shard-bank left to its default, torchrun shards a bank that takes this much memory or more (in its
+#: --bank-dtype) in every process: 1 GiB, 700k x 384 or 350k x 768 float32 rows (training/sharded_loss.py).
+SHARD_BANK_BYTES = 1 << 30
 SCHEDULES = ("linear", "constant")
 #: defsent-plus: definitions onto a frozen bank of entry embeddings (DefSent+, Liu 2024);
 #: defsent: the entry word predicted through the frozen word-prediction layer (DefSent, Tsukagoshi et al. 2021).
@@ -101,6 +104,7 @@ class TrainConfig:
     log_every: int = 20
     device: str = "auto"
     bank_dtype: str = "float32"  # float32 | float16: how the frozen bank is held in memory
+    shard_bank: bool | None = None  # torchrun: each process holds 1/N of the bank (None: from 1 GiB of bank on)
     logits: str = "dot"  # dot (DefSent+) | cosine: logits = scale * cos(rep, bank row)
     scale: float | None = None  # multiplies the logits (default DEFAULT_SCALE[logits])
     label_smoothing: float = 0.0
@@ -196,6 +200,7 @@ class TrainConfig:
                     ("--logits cosine", self.logits != "dot"),
                     ("--scale", self.scale is not None),
                     ("--bank-dtype float16", self.bank_dtype != "float32"),
+                    ("--shard-bank", bool(self.shard_bank)),
                     ("--eval-on dict-dev", self.eval_on == "dict-dev"),
                 )
                 if used

@@ -130,7 +130,6 @@ class ContrastiveTrainer(Trainer):
             MaskedLM(self.loaded.tokenizer, self.word_head, config.mlm_probability) if config.mlm_weight else None
         )
         self.n_bank, self.bank_attrs = 0, {}
-        self.sizes: list[int] | None = None  # every process's share of the current global batch (torchrun)
         self.damaged: dict[int, str] = {}  # NM: the current global batch's damaged sentences, by item
         self.net: torch.nn.Module = TrainForward(self.model, self.head, self.pool)
         self._start(self._optimizer())
@@ -185,9 +184,9 @@ class ContrastiveTrainer(Trainer):
     # --- the loss ------------------------------------------------------------------------------------------
 
     def train_step(self, index: np.ndarray) -> torch.Tensor:
-        """As :meth:`Trainer.train_step`; first the global batch's shares and (NM) its damaged sentences, drawn
-        for the whole global batch so that every process damages its share as one process would."""
-        self.sizes = distributed.shard_sizes(len(index)) if self.world > 1 else None
+        """As :meth:`Trainer.train_step` (which sets ``self.sizes``, the global batch's shares); first (NM) its
+        damaged sentences, drawn for the whole global batch so that every process damages its share as one
+        process would."""
         if self.objective == "nm":
             texts = [self.data.texts[i] for i in index]
             self.damaged = dict(

@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from .. import distributed
 from ..evaluation.criteria import Criterion
 
 
@@ -41,7 +42,7 @@ class DevTracker:
         self.curve.append(row)
         if step > 0 and (self.best is None or score > self.best["score"]):
             self.best = row
-            if self.keep == "best":
+            if self.keep == "best" and distributed.is_main():  # rank 0 writes the checkpoint
                 self.best_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         return row
 

@@ -30,15 +30,34 @@ def _chunks(bank: torch.Tensor, dtype: torch.dtype, chunk: int):
         yield start, bank[start : start + chunk].to(dtype)
 
 
-class _BankCrossEntropy(torch.autograd.Function):
-    """One pass over the bank computes the loss and its gradient (an online softmax).
+def softmax_stats(reps: torch.Tensor, bank: torch.Tensor, chunk: int):
+    """One streaming pass over the bank's rows (an online softmax): for each representation r, the largest
+    logit m = max_j r . b_j, Z = Σ_j exp(r . b_j - m) and S = Σ_j exp(r . b_j - m) b_j.
 
-    For each chunk of rows B_c, while it is in cache: l = r B_c^T, then the running max m,
-    Z = Σ exp(l - m) and S = Σ exp(l - m) B_c are rescaled to the new max and accumulated
-    (the flash-attention recurrence).  At the end logsumexp = m + log Z and
-    d loss / d r = (S / Z - b_label) / batch.  The bank (226 MB for 147k x 384 float32) is
-    read from memory once per step instead of twice, and only one (batch x chunk) block of
-    logits exists at a time.
+    For each chunk of rows B_c, while it is in cache: l = r B_c^T, then the running max, Z and S are rescaled
+    to the new max and accumulated (the flash-attention recurrence); only one (batch x chunk) block of logits
+    exists at a time. An empty bank gives m = -inf, Z = 0, S = 0.
+    """
+    n = reps.shape[0]
+    m = torch.full((n,), float("-inf"), dtype=reps.dtype, device=reps.device)
+    z = torch.zeros((n,), dtype=reps.dtype, device=reps.device)
+    s = torch.zeros_like(reps)
+    for _, rows in _chunks(bank, reps.dtype, chunk):
+        logits = reps @ rows.T
+        m_new = torch.maximum(m, logits.amax(dim=1))
+        scale = torch.exp(m - m_new)
+        weights = logits.sub_(m_new.unsqueeze(1)).exp_()
+        z = z * scale + weights.sum(dim=1)
+        s = s * scale.unsqueeze(1) + weights @ rows
+        m = m_new
+    return m, z, s
+
+
+class _BankCrossEntropy(torch.autograd.Function):
+    """One pass over the bank computes the loss and its gradient (:func:`softmax_stats`).
+
+    At the end logsumexp = m + log Z and d loss / d r = (S / Z - b_label) / batch.  The bank (226 MB for
+    147k x 384 float32) is read from memory once per step instead of twice.
     """
 
     @staticmethod
@@ -46,17 +65,7 @@ class _BankCrossEntropy(torch.autograd.Function):
         ctx, reps: torch.Tensor, bank: torch.Tensor, labels: torch.Tensor, chunk: int, smoothing: float, mean_row
     ) -> torch.Tensor:
         n = reps.shape[0]
-        m = torch.full((n,), float("-inf"), dtype=reps.dtype, device=reps.device)
-        z = torch.zeros((n,), dtype=reps.dtype, device=reps.device)
-        s = torch.zeros_like(reps)
-        for _, rows in _chunks(bank, reps.dtype, chunk):
-            logits = reps @ rows.T
-            m_new = torch.maximum(m, logits.amax(dim=1))
-            scale = torch.exp(m - m_new)
-            weights = logits.sub_(m_new.unsqueeze(1)).exp_()
-            z = z * scale + weights.sum(dim=1)
-            s = s * scale.unsqueeze(1) + weights @ rows
-            m = m_new
+        m, z, s = softmax_stats(reps, bank, chunk)
         gold = bank[labels].to(reps.dtype)
         if smoothing:
             gold = (1 - smoothing) * gold + smoothing * mean_row.to(reps.dtype)

@@ -25,7 +25,7 @@ from .config import TrainConfig
 STATE_FORMAT = "defsent-train-state/2"
 STATE_FILE = "state.safetensors"
 #: Settings that may change between a run and its resumption (they do not change the weights).
-RESUMABLE_CHANGES = ("device", "save_every", "log_every", "deterministic")
+RESUMABLE_CHANGES = ("device", "save_every", "log_every", "deterministic", "shard_bank")
 
 
 def _optimizer_tensors(state: dict) -> tuple[dict[str, torch.Tensor], dict]:

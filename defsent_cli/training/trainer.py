@@ -27,6 +27,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -43,7 +44,7 @@ from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
 from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
-from ..formats.bank import check_bank_matches, read_bank
+from ..formats.bank import check_bank_matches, open_bank
 from ..formats.checkpoint import CHECKPOINT_FORMAT
 from ..io import sha256_file
 from .config import TrainConfig
@@ -51,6 +52,7 @@ from .data import Schedule, training_data, word_training_data
 from .dev_eval import DevTracker
 from .loss import bank_cross_entropy
 from .mlm import MaskedLM
+from .sharded_loss import BankShard, wants_sharding
 from .state import STATE_FILE, save_state
 
 
@@ -80,6 +82,15 @@ def linear_schedule(
             round(warmup * (total - encoder_start) / max(1, total)), total, encoder_start, decay=decay
         )
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
+
+
+class StepLoss(NamedTuple):
+    """A step's loss in two parts that torchrun weights differently (:meth:`Trainer.train_step`): ``whole``, a
+    mean over the WHOLE global batch, the same value in every process (the sharded bank's cross-entropy), and
+    ``local``, a mean over this process's share of it (an auxiliary MLM loss), or None."""
+
+    whole: torch.Tensor
+    local: torch.Tensor | None = None
 
 
 class TrainForward(torch.nn.Module):
@@ -121,6 +132,8 @@ class TrainForward(torch.nn.Module):
 class Trainer:
     """The model, head, bank, optimiser and data order of one run, and its loop."""
 
+    shard: BankShard | None = None  # train --shard-bank: this process's rows of the bank (else self.bank is all)
+
     def __init__(self, dictionary: Path, bank_path: Path | None, base_model: Path, config: TrainConfig):
         self.config = config.validate()
         self.dictionary, self.base_model = Path(dictionary), Path(base_model)
@@ -130,7 +143,7 @@ class Trainer:
         if not word_objective:
             if self.bank_path is None:
                 raise DefsentError("--objective defsent-plus trains against an entry bank: pass --bank BANK.h5")
-            bank = read_bank(self.bank_path, dtype=np.dtype(config.bank_dtype))
+            bank = open_bank(self.bank_path)  # its rows are read below: all of them, or this process's shard
             check_bank_matches(bank, dictionary)
         self.rank, self.world = distributed.rank(), distributed.world()
         torch.manual_seed(config.seed)
@@ -148,15 +161,19 @@ class Trainer:
             self.data = word_training_data(self.dictionary, self.loaded.tokenizer, self.pool, self.max_length, config)
             self.bank_attrs, self.n_bank = {}, int(vectors.shape[0])
         else:
-            if bank.vectors.shape[1] != self.loaded.dim:
+            if bank.dim != self.loaded.dim:
                 raise DefsentError(
-                    f"bank has {bank.vectors.shape[1]} dims but the model {base_model} has {self.loaded.dim}",
-                    path=self.bank_path,
+                    f"bank has {bank.dim} dims but the model {base_model} has {self.loaded.dim}", path=self.bank_path
                 )
             self.bank_attrs, self.n_bank = bank.attrs, len(bank)
-            vectors = torch.from_numpy(bank.vectors)
-            if config.logits == "cosine":  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
-                vectors = torch.nn.functional.normalize(vectors, dim=1)
+            cosine = config.logits == "cosine"  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
+            vectors = None
+            if wants_sharding(config.shard_bank, len(bank), bank.dim, config.bank_dtype):
+                self.shard = BankShard.read(bank, config.bank_dtype, self.device, cosine, config.label_smoothing)
+            else:
+                vectors = torch.from_numpy(bank.rows(dtype=config.bank_dtype))
+                if cosine:
+                    vectors = torch.nn.functional.normalize(vectors, dim=1)
             self.head = setup_pooler(
                 self.model,
                 config.pooler,
@@ -168,8 +185,12 @@ class Trainer:
                 self.dictionary, bank.splits, self.loaded.tokenizer, self.pool, self.max_length, config
             )
         # float16 halves the bank's memory (it is replicated in every process); the loss math stays float32.
-        self.bank = vectors.to(self.device, getattr(torch, config.bank_dtype))
-        self.bank_mean = vectors.mean(dim=0).to(self.device) if config.label_smoothing else None
+        if self.shard is not None:
+            self.bank, self.bank_mean = self.shard.rows, None
+        else:
+            self.bank = vectors.to(self.device, getattr(torch, config.bank_dtype))
+            smoothing = config.label_smoothing
+            self.bank_mean = vectors.double().mean(dim=0).float().to(self.device) if smoothing else None
         del bank, vectors
         if config.embeddings_frozen:  # DefSent: freeze_token_embeddings (the whole embedding layer)
             embeddings = getattr(self.model, "embeddings", None) or self.model.get_input_embeddings()
@@ -198,6 +219,8 @@ class Trainer:
             decay=config.schedule == "linear",
         )
         self.step, self.log, self.elapsed = 0, [], 0.0
+        self.global_batch: np.ndarray | None = None  # the current step's global batch (train_step)
+        self.sizes: list[int] | None = None  # every process's share of it (torchrun), for the gathers
         self.precision = resolve_train_precision(config.precision, self.device)  # auto: bf16 on a bf16 GPU
         self.scaler = grad_scaler(self.precision, self.device)  # fp16 only
         self.dev: DevTracker | None = None  # set by track_dev()
@@ -239,9 +262,12 @@ class Trainer:
             find_unused_parameters=getattr(self.head, "dense", None) is None or self.config.head_warmup_steps > 0,
         )
 
-    def loss_on(self, index: np.ndarray) -> torch.Tensor:
+    def loss_on(self, index: np.ndarray) -> torch.Tensor | StepLoss:
         """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row
-        (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM."""
+        (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM.
+
+        With the bank sharded (``--shard-bank``) the cross-entropy is over the whole global batch
+        (``self.global_batch``), from this process's rows of the bank: a :class:`StepLoss` then."""
         config = self.config
         pad_id = padding_id(self.loaded.tokenizer)
         device = self.device
@@ -265,13 +291,16 @@ class Trainer:
             reps = torch.nn.functional.normalize(reps, dim=1)
         if config.logit_scale != 1.0:
             reps = reps * config.logit_scale
+        mlm_loss = config.mlm_weight * mlm.loss(masked_states, mlm_labels) if mlm is not None else None
+        if self.shard is not None:
+            labels = to_device(torch.from_numpy(self.data.labels[self.global_batch]), device)
+            whole = self.shard.loss(reps, labels, self.sizes, config.label_smoothing)
+            return StepLoss(whole, mlm_loss)
         labels = to_device(torch.from_numpy(self.data.labels[index]), device)
         loss = bank_cross_entropy(
             reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
         )
-        if mlm is not None:
-            loss = loss + config.mlm_weight * mlm.loss(masked_states, mlm_labels)
-        return loss
+        return loss if mlm_loss is None else loss + mlm_loss
 
     def train_mode(self) -> None:
         """Dropout on for what trains."""
@@ -289,6 +318,7 @@ class Trainer:
             f"training {self.base_model} on {len(self.data):,} definitions against {self.n_bank:,} {against} "
             f"({config.pooling} pooling, head {self.head.mode_description}, lr {config.lr:g}, "
             f"batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
+            + (f", bank sharded: {len(self.shard.rows):,} rows here" if self.shard is not None else "")
         )
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
@@ -311,10 +341,17 @@ class Trainer:
         batch size, same learning rate, same clipping (applied after the
         all-reduce, on identical gradients in every process), same weights.
 
+        A loss over the WHOLE global batch (:class:`StepLoss`'s ``whole``: the sharded bank's, the same value in
+        every process, whose backward gives each process only its part of the gradient, see sharded_loss.py) is
+        scaled by W instead: its parts, summed onto each row's process by the all-gather's backward, give
+        process r the terms of grad(whole) its rows carry, so (1/W) * sum_r W * those = grad(whole).
+
         Mixed precision (``--precision bf16|fp16``): the forward pass under autocast, the weights and
         optimizer in float32; fp16 scales the loss (GradScaler) and unscales before clipping.
         """
         self.train_mode()
+        self.global_batch = index
+        self.sizes = distributed.shard_sizes(len(index)) if self.world > 1 else None  # every process's share
         weight = 1.0
         if self.world > 1:
             local = distributed.shard(index)
@@ -324,7 +361,13 @@ class Trainer:
             index = local
         with autocast(self.precision, self.device):
             loss = self.loss_on(index)
-        scaled = loss * (weight * self.world) if self.world > 1 else loss
+        whole, local = (None, loss) if isinstance(loss, torch.Tensor) else loss
+        scaled = reported = torch.zeros((), device=self.device)
+        if local is not None:
+            scaled = local * (weight * self.world) if self.world > 1 else local
+            reported = local.detach().float() * weight
+        if whole is not None:
+            scaled, reported = scaled + whole * self.world, reported + whole.detach().float() / self.world
         (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)  # clip the true gradients
@@ -337,7 +380,7 @@ class Trainer:
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach().float() * weight
+        return reported
 
     def mean_loss(self, losses: list[torch.Tensor]) -> float:
         """The mean of the steps' losses, summed over the processes: the loop's one wait for the device."""
@@ -377,9 +420,10 @@ class Trainer:
         ):
             task = progress.add_task("training", total=n_defs, loss=float("nan"), lr=config.lr, dev="-", best="-")
 
-            def evaluate() -> None:  # rank 0 scores; the others wait for it
-                if self.dev is not None and main:
+            def evaluate() -> None:  # rank 0 scores, the others wait for it (dict-dev under torchrun: all score)
+                if self.dev is not None and (main or self.dev.criterion.every_process):
                     row = self.dev.evaluate(self.loaded, self.step)
+                if self.dev is not None and main:
                     log.write(json.dumps({"step": self.step, "eval": {config.eval_on: row["score"]}}) + "\n")
                     log.flush()
                     best = self.dev.best["score"] if self.dev.best else None
@@ -487,6 +531,7 @@ class Trainer:
             "bank_sha256": sha256_file(self.bank_path),
             "bank_attrs": dict(self.bank_attrs),
             "bank_entries": self.n_bank,
+            "bank_sharded": self.shard is not None,  # --shard-bank: each process held 1/processes of the rows
         }
 
     def _dev_info(self) -> dict:
