@@ -456,3 +456,50 @@ def run_bounded(cmd: list, timeout: float, *, check: bool = False, **kwargs):
     if check and process.returncode:
         raise subprocess.CalledProcessError(process.returncode, cmd, out, err)
     return subprocess.CompletedProcess(cmd, process.returncode, out, err)
+
+
+# ---------------------------------------------------------------- torchrun (tests/test_distributed.py, test_shard_bank.py)
+
+TORCHRUN_ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+for _name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+    TORCHRUN_ENV.pop(_name, None)
+DEFSENT = [__import__("sys").executable, "-m", "defsent_cli"]
+
+
+def torchrun(processes: int = 2, *script: str) -> list[str]:
+    """The command that starts ``processes`` copies of ``script`` (default: the defsent command line) under
+    torchrun (gloo on the CPU with --device cpu)."""
+    launch = [DEFSENT[0], "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes)]
+    return [*launch, *(script or ["-m", "defsent_cli"])]
+
+
+TORCHRUN_DEADLINE = 300  # seconds; a 2-process run of the tiny model takes ~10 s on 2 cores
+
+
+def run_torchrun_test(cmd: list, timeout: float = TORCHRUN_DEADLINE, **kwargs):
+    """:func:`run_bounded` with the torchrun tests' environment (no progress bars, one thread per process)."""
+    return run_bounded(cmd, timeout, env=kwargs.pop("env", TORCHRUN_ENV), capture_output=True, **kwargs)
+
+
+def checkpoint_weights(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def max_weight_diff(a: Path, b: Path) -> float:
+    """The largest absolute difference between two checkpoints' weights (same names)."""
+    wa, wb = checkpoint_weights(a), checkpoint_weights(b)
+    assert wa.keys() == wb.keys()
+    return max(float((wa[k] - wb[k]).abs().max()) for k in wa)
+
+
+def without_dropout(model: Path, folder: Path) -> Path:
+    """A copy of a tiny model with dropout off: torchrun runs then equal one-process runs up to float noise."""
+    import shutil
+
+    shutil.copytree(model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder

@@ -8,6 +8,11 @@ them. Loss and gradient must be the one-process ``F.cross_entropy(reps @ bank.T,
 to float64 precision: batches that split evenly, unevenly and leave processes without a row, label smoothing
 on and off, several chunks per shard, and a bank with fewer rows than processes. Prints
 ``max difference <d>`` on rank 0.
+
+Then the reverse dictionary over the same shards (``bank_search``, a few rows per chunk): each query's gold rank
+must be that of the one (queries x bank) score matrix in float64, an entry with the gold's own vector tying with
+it, and the top k must be the k best rows (their float32 scores within rounding of the matrix's). Prints
+``rank mismatches <n>`` and ``top-k mismatches <n>`` on rank 0.
 """
 
 import numpy as np
@@ -16,6 +21,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from defsent_cli import distributed
+from defsent_cli.evaluation import bank_search
+from defsent_cli.formats.bank import Bank
 from defsent_cli.training.sharded_loss import BankShard
 
 
@@ -59,6 +66,29 @@ def main() -> None:
                         )
         if distributed.is_main():
             print(f"max difference {worst:.3e}")
+        ranks_and_top_k()
+
+
+def ranks_and_top_k() -> None:
+    bank_search.SCORE_ROWS, bank_search.QUERY_ROWS = 3, 4  # several chunks of rows and of queries per process
+    generator = torch.Generator().manual_seed(1)
+    vectors = torch.randn(11, 6, generator=generator)
+    vectors[7] = vectors[2]  # two entries with one vector: their scores tie exactly
+    queries = torch.randn(9, 6, generator=generator)
+    gold = torch.tensor([2, 7, 0, 10, 5, 2, 7, 3, 9])
+    bank = Bank([f"e{i}" for i in range(11)], vectors.numpy(), np.ones(11, dtype=np.int32))
+    scores = (queries.double()[:, None, :] * vectors.double()[None]).sum(dim=2)  # the one-process matrix, float64
+    expected = 1 + (scores > scores.gather(1, gold[:, None])).sum(dim=1)  # rows 2 and 7 tie: neither counts
+    ranks = bank_search.gold_ranks(queries.numpy(), bank, gold.numpy(), sharded=True)
+    found = bank_search.top_k(queries.numpy(), bank, 4, sharded=True)
+    if distributed.is_main():
+        index, values = found
+        best = scores.topk(4, dim=1).values
+        close = lambda a: (a - best).abs() > 1e-6 * (1 + best.abs())  # noqa: E731  float32 rounding
+        wrong = int(close(torch.from_numpy(values).double()).sum())  # the k best scores, best first
+        wrong += int(close(scores.gather(1, torch.from_numpy(index))).sum())  # and rows that score them
+        print(f"rank mismatches {int((torch.from_numpy(ranks) != expected).sum())}")
+        print(f"top-k mismatches {wrong}")
 
 
 if __name__ == "__main__":

@@ -15,9 +15,7 @@ import contextlib
 import gc
 import json
 import os
-import shutil
 import socket
-import sys
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,17 +23,23 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS, run_bounded
+from conftest import (
+    CORPUS,
+    DEFSENT,
+    TORCHRUN_ENV,
+    checkpoint_weights,
+    max_weight_diff,
+    torchrun,
+    without_dropout,
+)
+from conftest import run_torchrun_test as _run
 
 from defsent_cli import distributed
 from defsent_cli.errors import DefsentError
 from defsent_cli.training.loss import bank_cross_entropy
 
-ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
-for _name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
-    ENV.pop(_name, None)
-DEFSENT = [sys.executable, "-m", "defsent_cli"]
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "defsent_cli"]
+ENV = TORCHRUN_ENV
+TORCHRUN = torchrun(2)
 
 # Adam with eps 1 and no clipping: the update is nearly linear in the gradient, so
 # a wrongly scaled loss (say, forgetting that DDP averages) moves the weights by
@@ -43,34 +47,14 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 TRAIN = ["--batch-size", "4", "--lr", "1e-2", "--adam-eps", "1", "--max-grad-norm", "1000", "--seed", "3"]
 TRAIN += ["--log-every", "1", "--save-every", "2", "--device", "cpu"]
 CPU = ["--device", "cpu"]
-DEADLINE = 300  # seconds; a 2-process run of the tiny model takes ~10 s on 2 cores
-
-
-def _run(cmd: list, timeout: float = DEADLINE, **kwargs):
-    return run_bounded(cmd, timeout, env=kwargs.pop("env", ENV), capture_output=True, **kwargs)
-
-
-def _weights(folder: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    return load_file(str(folder / "model.safetensors"))
-
-
-def _max_diff(a: Path, b: Path) -> float:
-    wa, wb = _weights(a), _weights(b)
-    assert wa.keys() == wb.keys()
-    return max(float((wa[k] - wb[k]).abs().max()) for k in wa)
+_weights, _max_diff = checkpoint_weights, max_weight_diff
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, tiny_bert) -> dict:
     """A tiny BERT without dropout, a 25-definition dictionary, its bank and a one-process training run."""
     root = tmp_path_factory.mktemp("dist")
-    model = root / "bert-nodrop"
-    shutil.copytree(tiny_bert, model)
-    config = json.loads((model / "config.json").read_text())
-    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    (model / "config.json").write_text(json.dumps(config))
+    model = without_dropout(tiny_bert, root / "bert-nodrop")
     rows = [
         {"entry": f"w{i}", "definitions": [CORPUS[i % len(CORPUS)], f"give new life {i}"][: 1 + i % 2]}
         for i in range(17)
@@ -106,7 +90,7 @@ def test_distributed_training_equals_one_process_with_the_same_global_batch(setu
 def test_distributed_training_resumes_after_a_kill(setup):
     args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
     out = setup["root"] / "killed"
-    killer = [*TORCHRUN[:-2], Path(__file__).with_name("kill_after_step.py")]
+    killer = torchrun(2, str(Path(__file__).with_name("kill_after_step.py")))
     run = _run([*killer, *args, "-o", out], env={**ENV, "KILL_AFTER_STEP": "5"})
     assert run.returncode != 0 and not out.exists()
     assert (setup["root"] / "killed.partial" / "state.safetensors").exists()
@@ -143,7 +127,7 @@ def test_distributed_training_ends_every_time(setup, tmp_path):
 def test_gathered_in_batch_negatives_give_the_one_process_gradient_in_float64():
     """Issue 28, the math alone: 2 and 3 gloo processes, a linear encoder in float64 (tests/gather_ranks.py)."""
     for processes in ("2", "3"):
-        cmd = [*TORCHRUN[:4], "--nproc_per_node", processes, str(Path(__file__).with_name("gather_ranks.py"))]
+        cmd = torchrun(processes, str(Path(__file__).with_name("gather_ranks.py")))
         run = _run(cmd)
         assert run.returncode == 0, run.stderr.decode()
         worst = float(run.stdout.decode().split("max difference")[1])

@@ -8,13 +8,13 @@ or on disk (:class:`~defsent_cli.formats.bank.BankFile`: one chunk of rows in me
 
 - the top k of all rows is the top k of the per-chunk and per-process top k, merged on rank 0;
 - the rank of the gold row is 1 + the number of rows that score higher, counted chunk by chunk and process by
-  process and summed (ties do not count). The gold's own float32 score, the threshold, is known only once the
-  chunk holding it is scored, so every chunk is first compared with a float64 estimate t0 = q . b_gold (from
-  the gold rows, read at once): a score farther from t0 than the float32 rounding bound of the gold's dot
-  product (2 d 2^-24 |q| |b_gold|) is certainly above or below the gold's score; the few scores within it
-  (near-ties, and rows identical to the gold's, such as entries with the same definitions) are kept and
-  compared with the gold's own score at the end. The ranks are those of one (queries x bank) score matrix,
-  whatever the chunks and the number of processes.
+  process and summed. A float32 matrix product rounds differently for blocks of different shapes (by ~1e-7),
+  so ranks taken from float32 scores would depend on the chunks and the number of processes wherever two
+  scores nearly tie, as entries with the same vector (the same definitions) do exactly. So each score is
+  compared with the gold's score t = q . b_gold computed in float64 (from the gold rows, read at once; the
+  products of float32 values are exact in float64): a float32 score farther from t than twice its rounding
+  bound (2 d 2^-24 |q| |b|) is certainly above or below it, and the few within it are computed in float64 the
+  way t is, so equal rows tie exactly. The ranks are the same whatever the chunks and the number of processes.
 """
 
 from __future__ import annotations
@@ -67,46 +67,38 @@ def _merge(scores_a, index_a, scores_b, index_b, k: int):
     return scores, torch.cat([index_a, index_b], dim=1).gather(1, where)
 
 
+def _dot64(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Row-wise dot products in float64 (the products of float32 values are exact there): the same value for
+    the same two rows, wherever they come from."""
+    return (a.double() * b.double()).sum(dim=1)
+
+
 def gold_ranks(queries: np.ndarray, bank, gold: np.ndarray, sharded: bool = False) -> np.ndarray:
-    """1-based rank of each query's gold row among all bank rows (a row scoring the same does not count
-    against it). ``sharded`` (under torchrun): this process scores its share of the rows, and every process
-    gets the ranks over all of them."""
+    """1-based rank of each query's gold row among all bank rows: 1 + the rows scoring higher than the gold
+    (a row scoring the same, such as an entry with the same vector, does not count against it). ``sharded``
+    (under torchrun): this process scores its share of the rows, and every process gets the ranks over all."""
     n, dim = queries.shape
     q, gold = _float32(queries), torch.from_numpy(np.asarray(gold, dtype=np.int64))
     low, high = _row_range(bank, sharded)
     together = sharded and distributed.active()
     here = ((gold >= low) & (gold < high)).numpy()
-    gold_rows = torch.zeros((n, dim), dtype=torch.float64)
-    gold_rows[here] = torch.from_numpy(np.asarray(bank.rows_at(gold.numpy()[here]), dtype=np.float64))
-    estimate = torch.stack([(q.double() * gold_rows).sum(dim=1), gold_rows.norm(dim=1)])
+    target = torch.zeros(n, dtype=torch.float64)
+    target[here] = _dot64(q[here], torch.from_numpy(np.asarray(bank.rows_at(gold.numpy()[here]), dtype=np.float32)))
     if together:
-        distributed.all_reduce_cpu(estimate)  # each gold row is on one process
-    t0, gold_norm = estimate
-    bound = 2 * (2 * dim * 2.0**-24) * q.double().norm(dim=1) * gold_norm + 1e-300  # twice float32's bound
-    exact = torch.zeros(n, dtype=torch.float64)
+        distributed.all_reduce_cpu(target)  # each gold row is on one process
+    q_norm = q.double().norm(dim=1)
     greater = torch.zeros(n, dtype=torch.int64)
-    close_query, close_score = [], []
-    for first, rows in bank.iter_rows(SCORE_ROWS, low, high):
+    for _, rows in bank.iter_rows(SCORE_ROWS, low, high):
         rows = _float32(rows)
+        rounding = (2 * 2 * dim * 2.0**-24) * rows.double().norm(dim=1)  # twice float32's bound, over |q|
         for start in range(0, n, QUERY_ROWS):
             stop = min(start + QUERY_ROWS, n)
-            scores = q[start:stop] @ rows.T
-            column = gold[start:stop] - first
-            own = ((column >= 0) & (column < len(rows))).nonzero().squeeze(1)
-            exact[start + own] = scores[own, column[own]].double()
-            diff = scores.double() - t0[start:stop, None]
-            margin = bound[start:stop, None]
+            diff = (q[start:stop] @ rows.T).double() - target[start:stop, None]
+            margin = q_norm[start:stop, None] * rounding[None, :]
             greater[start:stop] += (diff > margin).sum(dim=1)
-            close = diff.abs() <= margin
-            close[own, column[own]] = False  # the gold row itself
-            i, j = close.nonzero(as_tuple=True)
-            close_query.append(i + start)
-            close_score.append(scores[i, j].double())
-    if together:
-        distributed.all_reduce_cpu(exact)
-    if close_query:
-        which, score = torch.cat(close_query), torch.cat(close_score)
-        greater += torch.bincount(which[score > exact[which]], minlength=n)
+            i, j = (diff.abs() <= margin).nonzero(as_tuple=True)  # too close to call in float32
+            higher = _dot64(q[start + i], rows[j]) > target[start + i]
+            greater[start:stop] += torch.bincount(i[higher], minlength=stop - start)
     if together:
         distributed.all_reduce_cpu(greater)
     return (1 + greater).numpy()
