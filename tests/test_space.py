@@ -272,6 +272,66 @@ def test_cli_ica_errors_are_one_line(cli, tmp_path):
     assert not (tmp_path / "o.h5").exists()
 
 
+def _with_a_dead_dimension(path, n: int = 400) -> Bank:
+    bank = make_bank(path, n=n)
+    bank.vectors[:, 2] = 1.5  # a constant dimension: left out of the fit, a zero column after
+    write_bank(path, bank)
+    return bank
+
+
+@pytest.mark.parametrize("method", ["ica", "whiten"])
+def test_cli_ica_fit_rows_at_least_the_bank_is_the_whole_bank_fit(cli, tmp_path, monkeypatch, method):
+    from defsent_cli.space import streamed
+
+    monkeypatch.setattr(streamed, "READ_ROWS", 64)  # 7 chunks
+    src = tmp_path / "bank.h5"
+    bank = _with_a_dead_dimension(src)
+    whole = cli("ica", src, "--method", method, "-o", tmp_path / "whole.h5")
+    assert whole.exit_code == 0, whole.stderr
+    for rows in ("400", "100000"):
+        out = tmp_path / f"fit-{rows}.h5"
+        result = cli("ica", src, "--method", method, "--fit-rows", rows, "-o", out)
+        assert result.exit_code == 0, result.stderr
+        assert "fitted on 400 rows" in result.stderr and "1 constant dimension(s) (2)" in result.stderr
+        ours, theirs = read_bank(out), read_bank(tmp_path / "whole.h5")
+        assert ours.entries == bank.entries and ours.counts.tolist() == bank.counts.tolist()
+        # FastICA's transform of the rows instead of its fit_transform: float32 rounding at scale 100
+        np.testing.assert_allclose(ours.vectors, theirs.vectors, atol=2e-3 if method == "ica" else 1e-5)
+        assert np.abs(ours.vectors).max() > 10 and not ours.vectors[:, 2].any()
+        moved = {"transform_created", "transform_seconds", "transform_fit_rows", "transform_fit_seed"}
+        assert {k: v for k, v in ours.attrs.items() if k not in moved} == {
+            k: v for k, v in theirs.attrs.items() if k not in moved
+        }
+        assert ours.attrs["transform_fit_rows"] == 400 and ours.attrs["transform_fit_seed"] == 42
+
+
+def test_cli_ica_fit_rows_fits_exactly_the_seeded_rows(cli, tmp_path, monkeypatch):
+    from defsent_cli.formats.dictionary import seeded_sample
+    from defsent_cli.space import streamed
+
+    monkeypatch.setattr(streamed, "READ_ROWS", 64)
+    src = tmp_path / "bank.h5"
+    bank = _with_a_dead_dimension(src)
+    out = tmp_path / "sampled.h5"
+    result = cli("ica", src, "--fit-rows", "150", "--seed", "7", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert "fitted on 150 rows (seed 7)" in result.stderr
+    got = read_bank(out)
+    assert got.attrs["transform_fit_rows"] == 150 and got.attrs["transform_seed"] == 7
+    keep = seeded_sample(400, 150, 7)
+    fitted = transform_space(bank.vectors[keep], settings=IcaSettings(seed=7)).vectors  # today's fit, on the sample
+    np.testing.assert_allclose(got.vectors[keep], fitted, atol=2e-3)
+    # every other row went through that same fit: the one affine map from inputs to outputs of the sample
+    inputs = np.column_stack([bank.vectors[keep].astype(np.float64), np.ones(len(keep))])
+    affine = np.linalg.lstsq(inputs, fitted.astype(np.float64), rcond=None)[0]
+    everything = np.column_stack([bank.vectors.astype(np.float64), np.ones(400)]) @ affine
+    np.testing.assert_allclose(got.vectors, everything, atol=5e-3)
+    other = transform_space(bank.vectors[:150], settings=IcaSettings(seed=7)).vectors  # another sample's fit
+    assert np.abs(got.vectors[:150] - other).max() > 1.0
+    rescale = cli("ica", out, "--rescale", "--fit-rows", "10", "-o", tmp_path / "r.h5")
+    assert rescale.exit_code == 2 and "drop --fit-rows" in rescale.stderr
+
+
 def test_cli_inspect(cli, tmp_path):
     make_bank(tmp_path / "bank.h5")
     np.save(tmp_path / "poly.npy", cross_polytope(4).astype(np.float32))

@@ -69,15 +69,30 @@ def ica(
         ),
     ] = None,
     dtype: Annotated[Dtype, typer.Option("--dtype", help="Compute in float32 (DefSent+) or float64.")] = Dtype.float32,
+    fit_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--fit-rows",
+            min=2,
+            help="Fit on a seeded sample (--seed) of this many rows, then transform every row a chunk at a time "
+            "from the file into the output: memory holds the sample, not the bank (all rows when the bank has "
+            "no more).",
+        ),
+    ] = None,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
     """Transform a bank's vectors by FastICA (DefSent+ settings) or PCA whitening; entries and provenance kept.
 
+    Memory: the whole bank (n x d in --dtype) plus FastICA's working copies, a few times that; with --fit-rows N,
+    the N sampled rows (and their copies) and one chunk of rows, whatever the bank's size: a 10M-row bank is
+    transformed with the fit of a sample.
+
     \b
     Examples:
       defsent ica bank.h5 -o bank-ica.h5
       defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5   # no refit
+      defsent ica big-bank.h5 --fit-rows 200000 -o big-ica.h5       # fit on 200k rows, stream the rest
     """
     from ..space.transforms import IcaSettings, rescale_bank, transform_bank  # numpy: not for --help
 
@@ -85,15 +100,21 @@ def ica(
     if rescale:
         fitting = {"--n-components": n_components is not None, "--standardize": standardize is not None}
         fitting["--method whiten"] = method != Method.ica
+        fitting["--fit-rows"] = fit_rows is not None
         if given := [name for name, present in fitting.items() if present]:
             raise DefsentError(f"--rescale only changes the scale of a fitted bank; drop {', '.join(given)}")
+    settings = IcaSettings(n_components, opt.value(whiten), opt.value(fun), tol, max_iter, seed)
+    if fit_rows is not None:
+        _fit_on_sample(
+            bank_path, output, opt.value(method), fit_rows, settings, scale, standardize, dtype, show_progress
+        )
+        return
     bank = read_bank(bank_path)
     try:
         if rescale:
             new = rescale_bank(bank, scale, source=bank_path)
             done = f"rescaled x{new.attrs['transform_rescaled_from']:g} -> x{scale:g}"
         else:
-            settings = IcaSettings(n_components, opt.value(whiten), opt.value(fun), tol, max_iter, seed)
             say(f"{opt.value(method)} of {len(bank):,} x {bank.vectors.shape[1]} from {bank_path}")
             new, result = transform_bank(
                 bank,
@@ -113,6 +134,37 @@ def ica(
         raise DefsentError(str(exc), path=bank_path) from None
     write_bank(output, new)
     say(f"wrote {output}: {len(new):,} entries x {new.vectors.shape[1]} dims ({done})")
+
+
+def _fit_on_sample(bank_path, output, method, fit_rows, settings, scale, standardize, dtype, show_progress) -> None:
+    """``ica --fit-rows``: fit on a seeded sample, stream every row through the fit into the output."""
+    from ..formats.bank import open_bank
+    from ..space.streamed import transform_bank_file
+
+    bank = open_bank(bank_path)
+    rows = min(fit_rows, len(bank))
+    say(f"{method} of {len(bank):,} x {bank.dim} from {bank_path}, fitted on {rows:,} rows (seed {settings.seed})")
+    try:
+        fitted = transform_bank_file(
+            bank,
+            output,
+            method,
+            fit_rows,
+            settings.seed,
+            source=bank_path,
+            show_progress=show_progress,
+            settings=settings,
+            scale=scale,
+            standardize_first=standardize,
+            dtype=opt.value(dtype),
+        )
+    except DefsentError as exc:
+        raise DefsentError(str(exc).removeprefix(f"{bank_path}: "), path=bank_path) from None
+    converged = f", converged in {fitted.n_iter} iterations" if method == "ica" and fitted.converged else ""
+    say(
+        f"wrote {output}: {len(bank):,} entries x {fitted.width} dims ({method} x{scale:g}{converged}, fitted on "
+        f"{rows:,} rows, {fitted.seconds:.1f}s)"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -225,14 +225,19 @@ class BankFile(BankHeader):
         _check_finite(vectors, self.source)
         return vectors[where]
 
-    def load(self, dtype="float32") -> Bank:
-        """The whole bank in memory."""
+    def part(self, start: int = 0, stop: int | None = None, dtype="float32") -> Bank:
+        """Rows ``start`` .. ``stop`` in memory: their entries, vectors and counts, with the bank's attributes."""
         import numpy as np
 
+        stop = self.n if stop is None else stop
         with _reading(self.source) as h5:
-            entries = _strings(h5["entries"][()])
-            counts = np.asarray(h5["counts"][()], dtype=np.int32)
-        return Bank(entries, self.rows(dtype=dtype), counts, dict(self.attrs), source=self.source)
+            entries = _strings(h5["entries"][start:stop])
+            counts = np.asarray(h5["counts"][start:stop], dtype=np.int32)
+        return Bank(entries, self.rows(start, stop, dtype), counts, dict(self.attrs), source=self.source)
+
+    def load(self, dtype="float32") -> Bank:
+        """The whole bank in memory."""
+        return self.part(dtype=dtype)
 
 
 def _strings(values) -> list[str]:

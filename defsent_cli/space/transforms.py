@@ -22,10 +22,10 @@ import numpy as np
 from .. import __version__
 from ..console import make_progress
 from ..errors import DefsentError
-from ..formats.bank import Bank
+from ..formats.bank import Bank, BankFile
 from ..log import note, warn
 from .choices import DTYPES, FUNS, METHODS, WHITEN_MODES
-from .linalg import check_rank, covariance_spectrum, pca_whiten
+from .linalg import check_rank, covariance_spectrum, pca_whiten, whitening_kernel
 
 DEAD_RTOL = 1e-6  # a dimension whose std is below this times the largest std is constant ("dead")
 
@@ -74,13 +74,6 @@ def check_space(vectors: np.ndarray, n_components: int | None = None, what: str 
     return k
 
 
-def standardize(vectors: np.ndarray) -> np.ndarray:
-    """Zero mean, unit variance per dimension (scikit-learn ``StandardScaler``; keeps the dtype)."""
-    from sklearn.preprocessing import StandardScaler
-
-    return StandardScaler().fit_transform(vectors)
-
-
 def _logcosh(x: np.ndarray, alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     # Same arithmetic as scikit-learn's private ``_logcosh`` (in place, row means in a loop).
     x *= alpha
@@ -105,9 +98,12 @@ def _cube(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _NP_FUNS: dict[str, Callable] = {"logcosh": _logcosh, "exp": _exp, "cube": _cube}
 
 
-def _fastica_sklearn(x: np.ndarray, s: IcaSettings, k: int, show_progress: bool | None) -> tuple[np.ndarray, int, bool]:
+def _fastica_sklearn(
+    x: np.ndarray, s: IcaSettings, k: int, show_progress: bool | None, fit_only: bool = False
+) -> tuple[object, int, bool]:
     """scikit-learn FastICA; the nonlinearity is passed as a counting callable with the built-in's arithmetic,
-    which gives a per-iteration progress bar and the same numbers as ``fun="logcosh"``."""
+    which gives a per-iteration progress bar and the same numbers as ``fun="logcosh"``. Returns the sources of
+    ``x`` (``fit_only``: the fitted estimator, whose ``transform`` gives the sources of any rows)."""
     from sklearn.decomposition import FastICA
     from sklearn.exceptions import ConvergenceWarning
 
@@ -129,16 +125,17 @@ def _fastica_sklearn(x: np.ndarray, s: IcaSettings, k: int, show_progress: bool 
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            sources = ica.fit_transform(x)
+            out = ica.fit(x) if fit_only else ica.fit_transform(x)
         progress.update(task, total=ica.n_iter_, completed=ica.n_iter_)
     converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
-    return sources, int(ica.n_iter_), converged
+    return out, int(ica.n_iter_), converged
 
 
 def fastica(
-    vectors: np.ndarray, settings: IcaSettings | None = None, show_progress: bool | None = None
-) -> tuple[np.ndarray, int, bool]:
-    """FastICA sources of ``vectors`` (computed in its dtype): ``(sources, iterations, converged)``."""
+    vectors: np.ndarray, settings: IcaSettings | None = None, show_progress: bool | None = None, fit_only: bool = False
+) -> tuple[object, int, bool]:
+    """FastICA sources of ``vectors`` (computed in its dtype): ``(sources, iterations, converged)``; ``fit_only``:
+    the fitted estimator instead of the sources."""
     s = settings or IcaSettings()
     if s.fun not in FUNS:
         raise DefsentError(f"unknown --fun {s.fun!r}; use one of {', '.join(FUNS)}")
@@ -148,7 +145,78 @@ def fastica(
         raise DefsentError("--max-iter must be at least 1 and --tol non-negative")
     k = check_space(vectors, s.n_components)
     check_rank(covariance_spectrum(vectors)[1], k)
-    return _fastica_sklearn(vectors, s, k, show_progress)
+    return _fastica_sklearn(vectors, s, k, show_progress, fit_only)
+
+
+@dataclass
+class _Prepared:
+    """The matrix a transform is fitted on: constant dimensions left out, standardised if asked."""
+
+    x: np.ndarray
+    dead: np.ndarray
+    dim: int  # the input's dimension (dead ones included)
+    asked: int | None  # --n-components as given
+    settings: IcaSettings
+    scaler: object | None  # the fitted StandardScaler
+    attrs: dict
+
+
+def _prepare(vectors, method, settings, scale, standardize_first, dtype) -> _Prepared:
+    if method not in METHODS:
+        raise DefsentError(f"unknown --method {method!r}; use {' or '.join(METHODS)}")
+    if dtype not in DTYPES:
+        raise DefsentError(f"unknown --dtype {dtype!r}; use {' or '.join(DTYPES)}")
+    s = settings or IcaSettings()
+    asked = s.n_components
+    standardize_first = (method == "ica") if standardize_first is None else standardize_first
+    x = np.asarray(vectors, dtype=dtype)
+    check_space(x, s.n_components)
+    dead = dead_dimensions(x)
+    if dead.size:
+        x = np.delete(x, dead, axis=1)
+        if s.n_components is not None and s.n_components > x.shape[1]:
+            raise DefsentError(
+                f"--n-components {s.n_components} exceeds the {x.shape[1]} live dimensions "
+                f"({dead.size} are constant: {_dims(dead)})"
+            )
+        s = replace(s, n_components=s.n_components or x.shape[1])
+    scaler = None
+    if standardize_first:
+        from sklearn.preprocessing import StandardScaler
+
+        scaler = StandardScaler()  # zero mean, unit variance per dimension (keeps the dtype)
+        x = scaler.fit_transform(x)
+    attrs: dict = {
+        "transform": method,
+        "transform_scale": float(scale),
+        "transform_standardize": bool(standardize_first),
+        "transform_dtype": dtype,
+        "transform_n_components": int(s.n_components or x.shape[1]),
+        "transform_dead_dims": _dims(dead),
+    }
+    return _Prepared(x, dead, np.asarray(vectors).shape[1], asked, s, scaler, attrs)
+
+
+def _ica_attrs(s: IcaSettings, n_iter: int, converged: bool) -> dict:
+    return {
+        "transform_library": _sklearn_version(),
+        "transform_whiten": s.whiten,
+        "transform_fun": s.fun,
+        "transform_tol": float(s.tol),
+        "transform_max_iter": int(s.max_iter),
+        "transform_seed": int(s.seed),
+        "transform_n_iter": int(n_iter),
+        "transform_converged": bool(converged),
+    }
+
+
+def _finish(out: np.ndarray, prep: _Prepared, scale: float) -> np.ndarray:
+    """Components back at the live positions (dead ones zero, when all were asked for), times ``scale``, float32."""
+    if prep.dead.size and prep.asked is None:
+        full = np.zeros((out.shape[0], prep.dim), dtype=out.dtype)
+        full[:, np.setdiff1d(np.arange(prep.dim), prep.dead)] = out
+        out = full
+    return (np.asarray(out) * scale).astype(np.float32)
 
 
 def transform_space(
@@ -167,61 +235,87 @@ def transform_space(
     Constant ("dead") dimensions (see :func:`dead_dimensions`) are left out of the transform: with all
     components asked for, they stay zero columns at their positions, so the output keeps d columns.
     """
-    if method not in METHODS:
-        raise DefsentError(f"unknown --method {method!r}; use {' or '.join(METHODS)}")
-    if dtype not in DTYPES:
-        raise DefsentError(f"unknown --dtype {dtype!r}; use {' or '.join(DTYPES)}")
-    s = settings or IcaSettings()
-    asked = s.n_components
-    standardize_first = (method == "ica") if standardize_first is None else standardize_first
     start = time.perf_counter()
-    x = np.asarray(vectors, dtype=dtype)
-    check_space(x, s.n_components)
-    dead = dead_dimensions(x)
-    if dead.size:
-        x = np.delete(x, dead, axis=1)
-        if s.n_components is not None and s.n_components > x.shape[1]:
-            raise DefsentError(
-                f"--n-components {s.n_components} exceeds the {x.shape[1]} live dimensions "
-                f"({dead.size} are constant: {_dims(dead)})"
-            )
-        s = replace(s, n_components=s.n_components or x.shape[1])
-    if standardize_first:
-        x = standardize(x)
-    attrs: dict = {
-        "transform": method,
-        "transform_scale": float(scale),
-        "transform_standardize": bool(standardize_first),
-        "transform_dtype": dtype,
-        "transform_n_components": int(s.n_components or x.shape[1]),
-        "transform_dead_dims": _dims(dead),
-    }
+    prep = _prepare(vectors, method, settings, scale, standardize_first, dtype)
+    s, attrs = prep.settings, prep.attrs
     if method == "whiten":
-        out, n_iter, converged = pca_whiten(x, s.n_components), 0, True
+        out, n_iter, converged = pca_whiten(prep.x, s.n_components), 0, True
         attrs["transform_library"] = f"numpy {np.__version__}"
     else:
-        out, n_iter, converged = fastica(x, s, show_progress)
-        attrs.update(
-            {
-                "transform_library": _sklearn_version(),
-                "transform_whiten": s.whiten,
-                "transform_fun": s.fun,
-                "transform_tol": float(s.tol),
-                "transform_max_iter": int(s.max_iter),
-                "transform_seed": int(s.seed),
-                "transform_n_iter": int(n_iter),
-                "transform_converged": bool(converged),
-            }
-        )
-    if dead.size and asked is None:
-        # all dimensions asked for: the components fill the live positions, the dead ones stay zero
-        full = np.zeros((out.shape[0], vectors.shape[1]), dtype=out.dtype)
-        full[:, np.setdiff1d(np.arange(vectors.shape[1]), dead)] = out
-        out = full
-    result = (np.asarray(out) * scale).astype(np.float32)
+        out, n_iter, converged = fastica(prep.x, s, show_progress)
+        attrs.update(_ica_attrs(s, n_iter, converged))
+    result = _finish(out, prep, scale)
     seconds = time.perf_counter() - start
     attrs["transform_seconds"] = round(seconds, 3)
-    return TransformResult(result, attrs, n_iter, converged, seconds, dead)
+    return TransformResult(result, attrs, n_iter, converged, seconds, prep.dead)
+
+
+@dataclass
+class FittedTransform:
+    """A transform fitted on some rows (ICA or whitening, with its dead dimensions and standardisation), applied
+    to any rows by :meth:`apply`: ``ica --fit-rows`` fits on a sample and transforms the bank chunk by chunk."""
+
+    prep: _Prepared
+    method: str
+    scale: float
+    model: object  # FastICA, or (mean, kernel) of the whitening
+    n_iter: int = 0
+    converged: bool = True
+    seconds: float = 0.0
+
+    @property
+    def attrs(self) -> dict:
+        return self.prep.attrs
+
+    @property
+    def dead_dims(self) -> np.ndarray:
+        return self.prep.dead
+
+    @property
+    def width(self) -> int:
+        """Columns of the output: the input's, or --n-components when given."""
+        return self.prep.dim if self.prep.asked is None else int(self.prep.asked)
+
+    def apply(self, rows: np.ndarray) -> np.ndarray:
+        """The transformed rows, as :func:`transform_space` gives them for the rows it was fitted on."""
+        x = np.asarray(rows, dtype=self.prep.attrs["transform_dtype"])
+        if self.prep.dead.size:
+            x = np.delete(x, self.prep.dead, axis=1)
+        if self.prep.scaler is not None:
+            x = self.prep.scaler.transform(x)
+        if self.method == "whiten":
+            mean, kernel = self.model
+            out = ((np.asarray(x, dtype=np.float64) - mean) @ kernel).astype(x.dtype, copy=False)
+        else:
+            out = self.model.transform(x)
+        return _finish(out, self.prep, self.scale)
+
+
+def fit_transform(
+    sample: np.ndarray,
+    method: str = "ica",
+    *,
+    settings: IcaSettings | None = None,
+    scale: float = 100.0,
+    standardize_first: bool | None = None,
+    dtype: str = "float32",
+    show_progress: bool | None = None,
+) -> FittedTransform:
+    """The transform of :func:`transform_space` fitted on ``sample`` (same settings), to apply to other rows."""
+    start = time.perf_counter()
+    prep = _prepare(sample, method, settings, scale, standardize_first, dtype)
+    s = prep.settings
+    if method == "whiten":
+        k = prep.x.shape[1] if s.n_components is None else int(s.n_components)
+        mean, values, vectors = covariance_spectrum(prep.x)
+        fitted = FittedTransform(prep, method, scale, (mean, whitening_kernel(values, vectors, k)))
+        prep.attrs["transform_library"] = f"numpy {np.__version__}"
+    else:
+        model, n_iter, converged = fastica(prep.x, s, show_progress, fit_only=True)
+        fitted = FittedTransform(prep, method, scale, model, n_iter, converged)
+        prep.attrs.update(_ica_attrs(s, n_iter, converged))
+    fitted.seconds = time.perf_counter() - start
+    return fitted
 
 
 def dead_dimensions(vectors: np.ndarray, rtol: float = DEAD_RTOL) -> np.ndarray:
@@ -253,32 +347,45 @@ def transform_bank(
     Says (through :mod:`defsent_cli.log`) when the bank was already transformed, which constant dimensions
     were left out, and when FastICA did not converge (the bank is still returned, marked as such).
     """
+    previous = input_transform(bank, source)
+    result = transform_space(bank.vectors, method, **kwargs)
+    attrs = transformed_attrs(bank.attrs, previous, source, result.attrs, result.dead_dims, result.n_iter)
+    return Bank(list(bank.entries), result.vectors, bank.counts.copy(), attrs), result
+
+
+def input_transform(bank: Bank | BankFile, source: str | Path | None) -> str:
+    """The transform the input bank already had (with a note when it had one)."""
     previous = str(bank.attrs.get("transform", "none"))
     if previous != "none":
         note(f"{source or 'the bank'} is already transformed ({previous}); transforming again")
-    result = transform_space(bank.vectors, method, **kwargs)
-    attrs = {"transform_input": previous, **result.attrs}
+    return previous
+
+
+def transformed_attrs(
+    attrs: dict, previous: str, source: str | Path | None, changes: dict, dead: np.ndarray, n_iter: int
+) -> dict:
+    """The attributes of a transformed bank: its input's, ``changes`` (the transform's), stamped now; says which
+    constant dimensions were left out and when FastICA did not converge (the bank is still written, marked)."""
+    changes = {"transform_input": previous, **changes}
     if source is not None:
-        attrs["transform_source"] = str(source)
-    if result.dead_dims.size:
+        changes["transform_source"] = str(source)
+    if dead.size:
         note(
-            f"{result.dead_dims.size} constant dimension(s) ({attrs['transform_dead_dims']}) left out of the "
+            f"{dead.size} constant dimension(s) ({changes['transform_dead_dims']}) left out of the "
             "transform; they are zero columns in the output"
         )
-    if method == "ica" and not result.converged:
+    if changes.get("transform_converged") is False:
         warn(
-            f"FastICA did NOT converge in {result.n_iter} iterations (tol {attrs['transform_tol']:g}); the bank is "
+            f"FastICA did NOT converge in {n_iter} iterations (tol {changes['transform_tol']:g}); the bank is "
             "marked transform_converged=False. Raise --max-iter or --tol to converge."
         )
-    return _derived_bank(bank, result.vectors, attrs), result
+    return _stamped({**attrs, **changes})
 
 
-def _derived_bank(bank: Bank, vectors: np.ndarray, changes: dict) -> Bank:
-    """The same entries, counts and provenance with new vectors and these attributes, stamped now."""
-    attrs = {**bank.attrs, **changes}
+def _stamped(attrs: dict) -> dict:
     attrs["transform_created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     attrs["defsent_version"] = __version__
-    return Bank(list(bank.entries), vectors, bank.counts.copy(), attrs)
+    return attrs
 
 
 def rescale_bank(bank: Bank, scale: float, source: str | Path | None = None) -> Bank:
@@ -297,4 +404,4 @@ def rescale_bank(bank: Bank, scale: float, source: str | Path | None = None) -> 
     changes = {"transform_scale": float(scale), "transform_rescaled_from": old}
     if source is not None:
         changes["transform_rescale_source"] = str(source)
-    return _derived_bank(bank, vectors, changes)
+    return Bank(list(bank.entries), vectors, bank.counts.copy(), _stamped({**bank.attrs, **changes}))
