@@ -355,6 +355,21 @@ def test_cli_inspect(cli, tmp_path):
     assert result.exit_code == 2 and "suffix" in result.stderr
 
 
+def test_cli_inspect_limit_reads_a_seeded_sample_of_rows(cli, tmp_path):
+    from defsent_cli.formats.dictionary import seeded_sample
+
+    bank = make_bank(tmp_path / "bank.h5")
+    np.save(tmp_path / "rows.npy", bank.vectors)
+    result = cli("inspect", tmp_path / "bank.h5", tmp_path / "rows.npy", "--limit", "50", "--seed", "3", "--json")
+    assert result.exit_code == 0, result.stderr
+    sample = bank.vectors[seeded_sample(400, 50, 3)]
+    expected = space_figures(sample, pairs=100_000, seed=3)
+    for found in json.loads(result.stdout)["banks"]:
+        assert found["n"] == 50 and "50 of 400 rows (a seeded sample) x 6" in found["describe"]
+        for name in ("mean_cosine", "top1_variance_share", "isoscore", "mean_norm"):
+            assert found[name] == pytest.approx(expected[name], rel=1e-9)
+
+
 def test_cli_inspect_plot(cli, tmp_path):
     pytest.importorskip("matplotlib")
     make_bank(tmp_path / "bank.h5")

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..io import atomic_text, hdf5_output, write_bytes, write_stdout
-from .bank import read_bank
+from .bank import open_bank
+from .dictionary import seeded_sample
 
 VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl")
 
@@ -71,6 +72,7 @@ class Space:
     path: Path
     vectors: np.ndarray
     attrs: dict = field(default_factory=dict)
+    rows: int | None = None  # the file's rows, when ``vectors`` is a sample of them
 
     def describe(self) -> str:
         """One line of provenance for titles and tables."""
@@ -89,22 +91,27 @@ class Space:
         elif transform == "whiten":
             transform += f" x{a.get('transform_scale', 1):g}"
         parts.append(f"transform {transform}")
-        parts.append(f"{n:,} x {d}")
+        parts.append(f"{n:,} x {d}" if self.rows is None else f"{n:,} of {self.rows:,} rows (a seeded sample) x {d}")
         return ", ".join(parts)
 
 
-def load_space(path: str | Path) -> Space:
-    """A defsent bank (.h5) or a plain float matrix (.npy, e.g. ``defsent encode`` output)."""
+def load_space(path: str | Path, limit: int | None = None, seed: int = 42) -> Space:
+    """A defsent bank (.h5) or a plain float matrix (.npy, e.g. ``defsent encode`` output); ``limit``: only a
+    seeded sample of that many rows is read (``seeded_sample``, the ``--limit`` of every command)."""
     path = Path(path)
     if path.suffix.lower() == ".npy":
         if not path.is_file():
             raise DefsentError("no such file", path=path)
         try:
-            vectors = np.load(path, allow_pickle=False)
+            vectors = np.load(path, allow_pickle=False, mmap_mode="r")  # rows read when taken
         except (OSError, ValueError, EOFError) as exc:
             raise DefsentError(f"cannot read .npy ({exc or 'empty file'})", path=path) from None
         if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating):
             raise DefsentError(f"expected a 2-D float matrix, got {vectors.dtype} {vectors.shape}", path=path)
-        return Space(path, vectors, {})
-    bank = read_bank(path)
-    return Space(path, bank.vectors, dict(bank.attrs))
+        keep = seeded_sample(len(vectors), limit, seed)
+        taken = np.array(vectors if keep is None else vectors[keep])
+        return Space(path, taken, {}, None if keep is None else len(vectors))
+    bank = open_bank(path)
+    keep = seeded_sample(len(bank), limit, seed)
+    vectors = bank.rows() if keep is None else bank.rows_at(keep)
+    return Space(path, vectors, dict(bank.attrs), None if keep is None else len(bank))
