@@ -92,7 +92,7 @@ def ica(
     Examples:
       defsent ica bank.h5 -o bank-ica.h5
       defsent ica bank-ica.h5 --rescale --scale 1 -o bank-ica1.h5   # no refit
-      defsent ica big-bank.h5 --fit-rows 200000 -o big-ica.h5       # fit on 200k rows, stream the rest
+      defsent ica big.h5 --fit-rows 200000 -o big-ica.h5  # fit on 200k rows
     """
     from ..space.transforms import IcaSettings, rescale_bank, transform_bank  # numpy: not for --help
 
