@@ -158,12 +158,13 @@ def check_free_space(path: str | Path, needed: int) -> None:
         raise OSError(errno.ENOSPC, f"needs {needed:,} bytes, {free:,} free", str(path))
 
 
-def reserve_space(path: str | Path) -> None:
-    """Have the file system allocate every block of the file as it stands now (``posix_fallocate``), so that
-    writing into that extent later cannot run out of space. A file system without fallocate is left as is."""
+def reserve_space(path: str | Path, size: int | None = None) -> None:
+    """Have the file system allocate the blocks of the file's first ``size`` bytes (default: its size now) with
+    ``posix_fallocate``, so that writing into that extent cannot run out of space; a disk without room, or a
+    file-size limit, is an OSError here. A file system without fallocate is left as is."""
     fd = os.open(path, os.O_RDWR)
     try:
-        os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+        os.posix_fallocate(fd, 0, os.fstat(fd).st_size if size is None else size)
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
             raise
@@ -176,13 +177,17 @@ def hdf5_stream(path: str | Path, needed: int):
     """An HDF5 file written on disk as it is built (for outputs too large for memory), appearing at ``path``
     only when the block ends without an error.
 
-    The free space is checked first (:func:`check_free_space`); the writer should create its datasets at
-    their final size and call :func:`reserve_space`, so a full disk fails at once instead of inside h5py's
-    lazy flushing (see :func:`hdf5_output`). It is written to a temporary file beside ``path`` and renamed."""
+    h5py can crash the whole process when a write fails under it (see :func:`hdf5_output`), so no write may fail
+    once it holds the file: the free space is checked first (:func:`check_free_space`), then ``needed`` bytes
+    are allocated to the temporary file beside ``path`` before h5py opens it (a full disk or a file-size limit
+    is the usual one-line error, at once); the writer should create its datasets at their final size and
+    call :func:`reserve_space`, so the rows are written into blocks already allocated."""
     import h5py
 
     check_free_space(path, needed)
     with atomic_path(path) as tmp:
+        reserve_space(tmp, needed)  # the probe: it fails here, cleanly, or the room is there
+        os.truncate(tmp, 0)
         with h5py.File(tmp, "w") as h5:
             yield h5
 

@@ -386,6 +386,10 @@ FULL_DISK = [
         lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", o / "ckpt", "--max-steps", "1"],
     ),
     ("ica whiten", lambda w, o: ["ica", w.bank, "--method", "whiten", "--n-components", "8", "-o", o / "i.h5"]),
+    (
+        "ica fit-rows",  # the streamed output
+        lambda w, o: ["ica", w.bank, "--method", "whiten", "--n-components", "8", "--fit-rows", "50", "-o", o / "f.h5"],
+    ),
     ("fit-post", lambda w, o: ["fit-post", "-m", w.bert, "--post", "whiten", "-i", w.texts, "-o", o / "p.h5"]),
     ("merge", lambda w, o: ["merge", w.bert, w.ckpt, "-o", o / "m"]),
     (
