@@ -86,8 +86,9 @@ def _roberta_tokenizer(folder: Path):
     return RobertaTokenizerFast(vocab=vocab, merges=merges)
 
 
-def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
-    """A 2-layer, 32-dim BERT with pooler and MLM head, saved with its tokenizer."""
+def build_tiny_bert(folder: Path, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2) -> Path:
+    """A 2-layer, 32-dim BERT with pooler and MLM head, saved with its tokenizer (bench/scale.py asks for a
+    1-layer, 384-dim one)."""
     import torch
     from transformers import BertConfig, BertForPreTraining
 
@@ -95,9 +96,9 @@ def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     config = BertConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
         intermediate_size=64,
         max_position_embeddings=128,
     )
