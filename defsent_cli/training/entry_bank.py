@@ -43,7 +43,9 @@ class EntryMeans:
         np.add.at(self.counts, ids, 1)
 
     def means(self) -> np.ndarray:
-        return (self.sums / np.maximum(self.counts, 1)[:, None]).astype(np.float32)
+        """The float32 means, once: the sums are divided in place (no second float64 matrix)."""
+        np.divide(self.sums, np.maximum(self.counts, 1)[:, None], out=self.sums)
+        return self.sums.astype(np.float32)
 
 
 @dataclass
