@@ -244,11 +244,12 @@ def _strings(values) -> list[str]:
     return [e.decode("utf-8") if isinstance(e, bytes) else str(e) for e in values]
 
 
-def _check_finite(vectors: np.ndarray, path: Path) -> None:
+def _check_finite(vectors: np.ndarray, path: Path, block: int = 65536) -> None:
+    """A NaN or infinite row is an error; checked ``block`` rows at a time (no boolean copy of a whole bank)."""
     import numpy as np
 
-    if not np.isfinite(vectors).all():
-        bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+    bad = sum(int((~np.isfinite(vectors[i : i + block])).any(axis=1).sum()) for i in range(0, len(vectors), block))
+    if bad:
         raise DefsentError(f"bank has {bad} row(s) with NaN or infinite values; rebuild it", path=path)
 
 
@@ -313,7 +314,8 @@ def check_bank_matches(bank: Bank | BankFile, dictionary: str | Path) -> None:
             f"bank was built from another dictionary (SHA-256 differs from {dictionary}); rebuild it with embed-entries",
             path=bank_path,
         )
-    expected = (entry.entry for row, entry in bank_rows(dictionary, bank.splits) if row is not None)
+    # the file embed-entries read (same SHA-256), so its entries were checked for repeats then: not again here
+    expected = (entry.entry for row, entry in bank_rows(dictionary, bank.splits, unique=False) if row is not None)
     missing = object()
     if any(a != b for a, b in itertools.zip_longest(expected, bank.iter_entries(), fillvalue=missing)):
         raise DefsentError(f"bank entries do not match {dictionary} line by line; rebuild it", path=bank_path)

@@ -175,9 +175,12 @@ def bank_size(path: str | Path, bank_splits: Collection[str]) -> BankSize:
     return BankSize(rows, definitions, size)
 
 
-def split_definitions(path: str | Path, bank_splits: Collection[str], split: str) -> tuple[list[str], list[int], int]:
+def split_definitions(
+    path: str | Path, bank_splits: Collection[str], split: str, unique: bool = True
+) -> tuple[list[str], list[int], int]:
     """``(definitions, bank rows, entries)`` of one split: every definition of its entries with the
-    bank row of its entry (what training learns and the reverse dictionary is scored on)."""
+    bank row of its entry (what training learns and the reverse dictionary is scored on); ``unique``: as
+    :func:`iter_entries` (a dictionary that a bank's check matched was checked when the bank was built)."""
     if split not in bank_splits:
         raise DefsentError(
             f"the bank holds no {split!r} entries (its splits: {', '.join(sorted(bank_splits))}); "
@@ -186,7 +189,7 @@ def split_definitions(path: str | Path, bank_splits: Collection[str], split: str
     texts: list[str] = []
     rows: list[int] = []
     entries = 0
-    for row, entry in bank_rows(path, bank_splits):
+    for row, entry in bank_rows(path, bank_splits, unique):
         if row is not None and entry.split == split:
             texts.extend(entry.definitions)
             rows.extend([row] * len(entry.definitions))

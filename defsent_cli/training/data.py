@@ -42,8 +42,9 @@ def _sampled(texts: list[str], labels: np.ndarray, config: TrainConfig) -> tuple
 def training_data(
     dictionary: Path, bank_splits: Collection[str], tokenizer, pooling: Pooling, max_length: int, config: TrainConfig
 ) -> TrainingData:
-    """The train split's definitions (a seeded sample of ``config.limit`` of them), tokenised."""
-    texts, rows, n_entries = split_definitions(dictionary, bank_splits, "train")
+    """The train split's definitions (a seeded sample of ``config.limit`` of them), tokenised. The dictionary is
+    the one the bank's check matched (``check_bank_matches``), so not checked for repeated entries again."""
+    texts, rows, n_entries = split_definitions(dictionary, bank_splits, "train", unique=False)
     texts, labels = _sampled(texts, np.asarray(rows, dtype=np.int64), config)
     return TrainingData(tokenize(texts, tokenizer, pooling, max_length), labels, n_entries, texts)
 
