@@ -161,7 +161,14 @@ class _Prepared:
     attrs: dict
 
 
-def _prepare(vectors, method, settings, scale, standardize_first, dtype) -> _Prepared:
+def _prepare(
+    vectors,
+    method: str,
+    settings: IcaSettings | None = None,
+    scale: float = 100.0,
+    standardize_first=None,
+    dtype="float32",
+) -> _Prepared:
     if method not in METHODS:
         raise DefsentError(f"unknown --method {method!r}; use {' or '.join(METHODS)}")
     if dtype not in DTYPES:
@@ -292,18 +299,12 @@ class FittedTransform:
 
 
 def fit_transform(
-    sample: np.ndarray,
-    method: str = "ica",
-    *,
-    settings: IcaSettings | None = None,
-    scale: float = 100.0,
-    standardize_first: bool | None = None,
-    dtype: str = "float32",
-    show_progress: bool | None = None,
+    sample: np.ndarray, method: str = "ica", *, scale: float = 100.0, show_progress: bool | None = None, **options
 ) -> FittedTransform:
-    """The transform of :func:`transform_space` fitted on ``sample`` (same settings), to apply to other rows."""
+    """The transform of :func:`transform_space` fitted on ``sample``, to apply to other rows; ``options``:
+    ``settings``, ``standardize_first`` and ``dtype``, as there."""
     start = time.perf_counter()
-    prep = _prepare(sample, method, settings, scale, standardize_first, dtype)
+    prep = _prepare(sample, method, scale=scale, **options)
     s = prep.settings
     if method == "whiten":
         k = prep.x.shape[1] if s.n_components is None else int(s.n_components)
