@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CORPUS, DEFSENT, max_weight_diff, run_torchrun_test, torchrun, without_dropout
+from conftest import CORPUS, DEFSENT, TORCHRUN_ENV, max_weight_diff, run_torchrun_test, torchrun, without_dropout
 
 from defsent_cli.evaluation import bank_search
 from defsent_cli.formats.bank import BANK_FORMAT, Bank, open_bank, write_bank
@@ -84,6 +84,21 @@ def test_sharded_training_equals_one_process(runs, tmp_path, processes, extra):
     assert [step for step, _ in ours["eval_curve"]] == [0, 3, 6, 7]
     assert np.allclose(np.array(ours["eval_curve"]), np.array(theirs["eval_curve"]), atol=1e-3)  # MRR x100
     assert max_weight_diff(single, out) < 1e-6  # measured ~1e-7; a wrong weighting moves them by ~1e-3
+
+
+def test_a_killed_sharded_run_resumes_replicated(runs, tmp_path):
+    """A state saved with the bank sharded resumes with it replicated (the setting may change on --resume) and
+    ends at the weights of the uninterrupted one-process run."""
+    out = tmp_path / "killed"
+    killer = torchrun(2, str(Path(__file__).with_name("kill_after_step.py")))
+    args = [*runs["args"], "--save-every", "2", "-o", out]
+    run = run_torchrun_test([*killer, *args, "--shard-bank"], env={**TORCHRUN_ENV, "KILL_AFTER_STEP": "5"})
+    assert run.returncode != 0 and not out.exists()
+    resumed = run_torchrun_test([*torchrun(2), *args, "--no-shard-bank", "--resume"])
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert resumed.stderr.decode().count("resuming from step 4") == 1
+    assert _info(out)["bank_sharded"] is False
+    assert max_weight_diff(runs["single"], out) < 1e-6
 
 
 def test_float16_bank_and_label_smoothing_change_the_run(runs):
