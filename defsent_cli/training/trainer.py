@@ -184,7 +184,7 @@ class Trainer:
             self.data = training_data(
                 self.dictionary, bank.splits, self.loaded.tokenizer, self.pool, self.max_length, config
             )
-        # float16 halves the bank's memory (it is replicated in every process); the loss math stays float32.
+        # float16 halves the bank's memory (all of it, or the shard, in every process); the loss math stays float32.
         if self.shard is not None:
             self.bank, self.bank_mean = self.shard.rows, None
         else:
@@ -318,7 +318,7 @@ class Trainer:
             f"training {self.base_model} on {len(self.data):,} definitions against {self.n_bank:,} {against} "
             f"({config.pooling} pooling, head {self.head.mode_description}, lr {config.lr:g}, "
             f"batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
-            + (f", bank sharded: {len(self.shard.rows):,} rows here" if self.shard is not None else "")
+            + (f", bank sharded: 1/{self.world} of its rows in each process" if self.shard is not None else "")
         )
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
