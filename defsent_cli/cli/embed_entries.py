@@ -12,6 +12,7 @@ from ..console import say
 from ..formats.bank import KINDS, check_bank_path
 from ..formats.dictionary import SPLITS, check_splits
 from ..io import check_output, sha256_file
+from ..training.config import PART_DEFINITIONS
 from . import options as opt
 from .boundary import guard
 
@@ -42,7 +43,7 @@ def embed_entries(
             "definitions, each written to the output before the next; memory holds one part (a definition shared "
             "by entries of two parts is encoded in each).",
         ),
-    ] = 65536,
+    ] = PART_DEFINITIONS,
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
     precision: opt.Precision = opt.PRECISION_DEFAULT,

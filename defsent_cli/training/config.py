@@ -22,6 +22,9 @@ BANK_DTYPES = ("float32", "float16")
 #: With --shard-bank left to its default, torchrun shards a bank that takes this much memory or more (in its
 #: --bank-dtype) in every process: 1 GiB, 700k x 384 or 350k x 768 float32 rows (training/sharded_loss.py).
 SHARD_BANK_BYTES = 1 << 30
+#: Definitions per part of a bank built in bounded memory (``embed-entries --part-size``): a part's entries,
+#: distinct texts, vectors (64k x d float32) and per-entry sums (at most 64k x d float64) are all that is held.
+PART_DEFINITIONS = 65536
 SCHEDULES = ("linear", "constant")
 #: defsent-plus: definitions onto a frozen bank of entry embeddings (DefSent+, Liu 2024);
 #: defsent: the entry word predicted through the frozen word-prediction layer (DefSent, Tsukagoshi et al. 2021).

@@ -28,6 +28,7 @@ from ..errors import DefsentError
 from ..formats.bank import BANK_FORMAT, KINDS, Bank, bank_output
 from ..formats.dictionary import SPLITS, bank_rows, bank_size, check_splits
 from ..io import sha256_file
+from .config import PART_DEFINITIONS
 
 
 class EntryMeans:
@@ -67,11 +68,6 @@ class Part:
     first: int
     entries: list[str]
     definitions: Definitions
-
-
-#: Definitions per part of a bank built in bounded memory (``embed-entries --part-size``): a part's entries,
-#: distinct texts, vectors (64k x d float32) and per-entry sums (at most 64k x d float64) are all that is held.
-PART_DEFINITIONS = 65536
 
 
 def bank_parts(
