@@ -230,6 +230,7 @@ CASES = [
     Case("train eval without data", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--eval-every", "2", "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
     Case("train output is a file", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", w.texts, "--force"], 2, "is a file", lambda w: w.texts),
     Case("train defsent with a bank", lambda w, o: ["train", w.dictionary, "--objective", "defsent", "--bank", w.bank, "-m", w.bert, "-o", _o(o)], 2, "uses no --bank"),
+    Case("train defsent shard-bank", lambda w, o: ["train", w.dictionary, "--objective", "defsent", "-m", w.bert, "-o", _o(o), "--shard-bank"], 2, "--shard-bank: DefSent+ options"),
     Case("train defsent with a pooler", lambda w, o: ["train", w.dictionary, "--objective", "defsent", "--pooler", "none", "-m", w.bert, "-o", _o(o)], 2, "--pooler"),
     Case("train mlm weight negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--mlm-weight", "-1"], 2, "--mlm-weight"),
     Case("train mlm probability 1", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--mlm-weight", "0.1", "--mlm-probability", "1"], 2, "--mlm-probability"),
