@@ -22,6 +22,7 @@ from . import (
     select_best,
     simcse,
     train,
+    train_pairs,
     tsdae,
 )
 from .boundary import DefsentGroup
@@ -34,6 +35,7 @@ COMMAND_MODULES = (
     train,
     tsdae,
     simcse,
+    train_pairs,
     select_best,
     merge,
     lookup,
