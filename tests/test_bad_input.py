@@ -258,6 +258,10 @@ CASES = [
     Case("train-pairs missing", lambda w, o: ["train-pairs", w.missing, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "no such file", lambda w: w.missing),
     Case("train-pairs unscored", lambda w, o: ["train-pairs", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
     Case("train-pairs max-score nan", lambda w, o: ["train-pairs", w.texts, "-m", w.bert, "-o", _o(o), "--max-score", "nan"], 2, "--max-score"),
+    # ------------------------------------------------------------------ teacher, label
+    Case("teacher unknown arch", lambda w, o: ["teacher", w.texts, "-m", w.bert, "-o", _o(o), "--arch", "xe"], 2, "'xe' is not one of"),
+    Case("teacher unscored", lambda w, o: ["teacher", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    Case("label not a teacher", lambda w, o: ["label", w.texts, "-m", w.bert, "-o", o / "s.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
     # ------------------------------------------------------------------ select-best, merge
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),

@@ -86,7 +86,7 @@ def test_train_pairs_refusals_are_one_line(cli, tiny_bert, pairs, tmp_path):
     write(too_high, ["a\tb\t7", "c\td\t1"])
     for args, message in [
         ([unscored, "--eval-every", "0"], "has no scores"),
-        ([too_high, "--eval-every", "0"], "--max-score 5 must be at least the largest"),
+        ([too_high, "--eval-every", "0"], "--max-score 5 must be at least the largest magnitude"),
         ([pairs, "--loss", "mse"], "'mse' is not one of"),
         ([pairs, "--max-score", "0"], "--max-score"),
         ([pairs, "--eval-on", "dict-dev"], "dict-dev"),

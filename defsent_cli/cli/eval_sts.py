@@ -98,7 +98,7 @@ def eval_sts(
       defsent eval-sts -m ckpt/ --pooling prompt-avg --template T4 \\
           --weighting idf --post quantile
       defsent eval-sts -m 'step1/seed-*' -o sts.json   # mean ± sd over the seeds
-      defsent eval-sts -m stsb-trained/ --exclude-pairs sts-train.csv -o clean.json
+      defsent eval-sts -m bi/ --exclude-pairs sts-train.csv -o clean.json
     """
     import torch
 

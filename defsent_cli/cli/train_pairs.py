@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from .. import distributed
 from ..console import say
-from ..training.config import PAIR_LOSSES, TrainConfig
+from ..training.config import PAIR_LOSSES
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -18,14 +17,7 @@ PairLoss = opt.choices("PairLoss", PAIR_LOSSES)
 
 def train_pairs_command(
     ctx: typer.Context,
-    pairs: Annotated[
-        Path,
-        typer.Argument(
-            metavar="PAIRS",
-            help="Scored pairs: sentence1<TAB>sentence2<TAB>score, or SentEval's STS-B sts-train.csv or a SICK file.",
-            show_default=False,
-        ),
-    ],
+    pairs: opt.PairsFile,
     model: opt.Model,
     output: opt.CheckpointOutput,
     loss: Annotated[
@@ -36,40 +28,23 @@ def train_pairs_command(
             "ranking losses (sentence-transformers' losses).",
         ),
     ] = PairLoss.cosine,
-    max_score: Annotated[
-        float,
-        typer.Option("--max-score", callback=opt.POSITIVE, help="Scores are divided by this (STS-B, SICK: 5)."),
-    ] = 5.0,
+    max_score: opt.MaxScore = 5.0,
     pooling: Annotated[
         opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling of each sentence (SBERT: mean).")
     ] = opt.TrainPooling.mean,
-    lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Peak learning rate.")] = 2e-5,
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Pairs per step.")] = 16,
+    lr: opt.PairsLr = 2e-5,
+    batch_size: opt.PairsBatch = 16,
     epochs: opt.Epochs = 3,
-    warmup_ratio: Annotated[
-        float, typer.Option("--warmup-ratio", callback=opt.FRACTION, help="Share of steps for linear warm-up.")
-    ] = 0.1,
-    weight_decay: Annotated[
-        float, typer.Option("--weight-decay", callback=opt.NON_NEGATIVE, help="AdamW weight decay.")
-    ] = 0.01,
-    adam_eps: Annotated[float, typer.Option("--adam-eps", callback=opt.POSITIVE, help="AdamW epsilon.")] = 1e-8,
-    max_grad_norm: Annotated[
-        float, typer.Option("--max-grad-norm", callback=opt.NON_NEGATIVE, help="Gradient clipping norm, 0 = none.")
-    ] = 1.0,
+    warmup_ratio: opt.WarmupRatio = 0.1,
+    weight_decay: opt.WeightDecay = 0.01,
+    adam_eps: opt.AdamEps = 1e-8,
+    max_grad_norm: opt.MaxGradNorm = 1.0,
     max_length: opt.MaxLength = None,
     batching: opt.BatchingOption = opt.Batching.random,
     max_steps: opt.MaxSteps = None,
     limit: opt.Limit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
-    eval_every: Annotated[
-        int | None,
-        typer.Option(
-            "--eval-every",
-            min=0,
-            help="Score the model on --eval-on every N steps (default: after every epoch, as the thesis; 0: never).",
-            show_default=False,
-        ),
-    ] = None,
+    eval_every: opt.EpochEvalEvery = None,
     eval_on: opt.EvalOnOption = opt.EvalOn.stsb_dev,
     keep: opt.KeepOption = None,
     data: opt.Data = None,
@@ -96,9 +71,8 @@ def train_pairs_command(
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
     warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every, 1.0)[:2])
-    config = TrainConfig(
+    config = opt.pairs_config(
         pooling=opt.value(pooling),
-        pooler="none",
         lr=lr,
         batch_size=batch_size,
         epochs=epochs,
@@ -116,13 +90,10 @@ def train_pairs_command(
         device=device,
         precision=opt.value(precision),
         deterministic=deterministic,
-        eval_every=eval_every or 0,
+        eval_every=eval_every,
         eval_on=opt.value(eval_on),
         keep=opt.value(keep),
     )
-    if config.keep == "best" and eval_every is None:
-        config.keep = None  # best is the default with the epoch evaluations; validate() needs eval_every for it
-    config.validate()
     info = train_on_pairs(
         pairs,
         model,
@@ -137,12 +108,7 @@ def train_pairs_command(
         eval_each_epoch=eval_every is None,
     )
     if distributed.is_main():
-        kept = (
-            f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
-        )
-        say(
-            f"wrote {output}: {info['steps']} steps on {info['training_pairs']:,} pairs, final loss {info['final_loss']}{kept}"
-        )
+        say(opt.trained_summary(output, info, f"{info['training_pairs']:,} pairs"))
 
 
 def register(app: typer.Typer) -> None:

@@ -193,10 +193,18 @@ def model_card(name: str, info: dict) -> str:
 
 
 def save_checkpoint(
-    output: Path, model, tokenizer, info: dict, max_seq_length: int, force: bool = False, files: dict | None = None
+    output: Path,
+    model,
+    tokenizer,
+    info: dict,
+    max_seq_length: int,
+    force: bool = False,
+    files: dict | None = None,
+    sentence_transformer: bool = True,
 ) -> Path:
     """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
-    ``files`` maps extra file names to the paths copied in (e.g. the loss log)."""
+    ``files`` maps extra file names to the paths copied in (e.g. the loss log). Without
+    ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder)."""
     output = check_output(output, force, kind="folder")
     tmp = output.with_name(f".{output.name}.writing")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -204,9 +212,10 @@ def save_checkpoint(
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        sentence_transformers_files(
-            tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
-        )
+        if sentence_transformer:
+            sentence_transformers_files(
+                tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
+            )
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
         for name, source in (files or {}).items():

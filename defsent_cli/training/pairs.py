@@ -68,10 +68,11 @@ class PairsTrainer(Trainer):
         found = read_pairs(self.dictionary)
         if found.scores is None:
             raise DefsentError("has no scores: train-pairs learns from sentence1<TAB>sentence2<TAB>score", path=pairs)
-        if not 0 < self.max_score or max(found.scores) > self.max_score or min(found.scores) < 0:
+        if max(abs(score) for score in found.scores) > self.max_score:
             raise DefsentError(
                 f"scores run from {min(found.scores):g} to {max(found.scores):g}; --max-score {self.max_score:g} must "
-                "be at least the largest, and scores at least 0",
+                "be at least the largest magnitude (scores are divided by it; a Cross-Bi-Encoder's silver scores "
+                "may be negative)",
                 path=pairs,
             )
         self.rank, self.world = distributed.rank(), distributed.world()
@@ -86,22 +87,32 @@ class PairsTrainer(Trainer):
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         self.loaded = load_model(base_model, distributed.local_device(config.device))
-        self.device, self.model = self.loaded.device, self.loaded.model
+        self.device, self.model = self.loaded.device, self.pair_model()
         self.pool = get_pooling(config.pooling)
         self.max_length = self.loaded.token_limit(config.max_length)
         tokenizer = self.loaded.tokenizer
         # the batches are cut on the first sentences' lengths; the second sides travel with them
         self.data = TrainingData(tokenize(sent1, tokenizer, self.pool, self.max_length), scores, 0, sent1)
-        self.second = tokenize(sent2, tokenizer, self.pool, self.max_length)
+        self.second, self.texts2 = tokenize(sent2, tokenizer, self.pool, self.max_length), sent2
         self.head, self.word_head, self.mlm = PoolerHead(None, "identity"), None, None
         pooler = getattr(self.model, "pooler", None)
-        if pooler is not None:  # in no loss here: frozen, it stays as it was
+        if pooler is not None and self.freeze_pooler:  # in no loss here: frozen, it stays as it was
             pooler.requires_grad_(False)
         self.n_bank, self.bank_attrs = 0, {}
-        self.net: torch.nn.Module = TrainForward(self.model, self.head, self.pool)
+        self.net: torch.nn.Module = self.pair_net()
         self._start(self._optimizer())
         if self.world > 1:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
+
+    freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
+
+    def pair_model(self) -> torch.nn.Module:
+        """The model that trains (a bi-encoder: the base model itself)."""
+        return self.loaded.model
+
+    def pair_net(self) -> torch.nn.Module:
+        """Everything that trains, as the one module DDP wraps."""
+        return TrainForward(self.model, self.head, self.pool)
 
     def settings(self) -> dict:
         return {"loss": self.loss_name, "max_score": self.max_score}

@@ -173,6 +173,7 @@ def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: boo
                     trainer.max_length,
                     force=force,
                     files=files,
+                    sentence_transformer=trainer.sentence_transformer,
                 )
         except BaseException:
             if main and not state_path.exists():
@@ -196,18 +197,25 @@ def pairs(
     loss: str = "cosine",
     max_score: float = 5.0,
     eval_each_epoch: bool = False,
+    teacher: dict | None = None,
 ) -> dict:
-    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`PairsTrainer`); writes the encoder.
+    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`PairsTrainer`), or with ``teacher``
+    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`TeacherTrainer`); writes the model.
     ``eval_each_epoch``: score on ``config.eval_on`` after every epoch (the thesis's protocol) and keep the best."""
     from dataclasses import replace
 
     from .pairs import PairsTrainer
+    from .teachers import TeacherTrainer
 
-    if config.eval_on == "dict-dev" and (config.eval_every or eval_each_epoch):
-        raise DefsentError("--eval-on dict-dev needs a dictionary and an entry bank; use dev or stsb-dev")
+    evaluating = config.eval_every or eval_each_epoch
+    if evaluating and (config.eval_on == "dict-dev" or (teacher and config.eval_on == "sts-avg")):
+        raise DefsentError(f"--eval-on {config.eval_on} cannot score this model here; use dev or stsb-dev")
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(replace(config, eval_every=config.eval_every or int(eval_each_epoch)), data)
-    trainer = PairsTrainer(pairs_file, base_model, config, loss, max_score)
+    if teacher is not None:
+        trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
+    else:
+        trainer = PairsTrainer(pairs_file, base_model, config, loss, max_score)
     if eval_each_epoch and not config.eval_every:
         trainer.config = replace(config, eval_every=trainer.schedule.per_epoch)
     return fit(_tracking(trainer, criterion), output, work_dir, resume, force, show_progress)

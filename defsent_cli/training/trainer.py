@@ -121,6 +121,9 @@ class TrainForward(torch.nn.Module):
 class Trainer:
     """The model, head, bank, optimiser and data order of one run, and its loop."""
 
+    #: whether the checkpoint is a sentence-transformers bi-encoder folder (a Cross-Encoder teacher is not)
+    sentence_transformer = True
+
     def __init__(self, dictionary: Path, bank_path: Path | None, base_model: Path, config: TrainConfig):
         self.config = config.validate()
         self.dictionary, self.base_model = Path(dictionary), Path(base_model)
