@@ -262,6 +262,11 @@ CASES = [
     Case("teacher unknown arch", lambda w, o: ["teacher", w.texts, "-m", w.bert, "-o", _o(o), "--arch", "xe"], 2, "'xe' is not one of"),
     Case("teacher unscored", lambda w, o: ["teacher", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
     Case("label not a teacher", lambda w, o: ["label", w.texts, "-m", w.bert, "-o", o / "s.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    # ------------------------------------------------------------------ sample-pairs, kde-filter
+    Case("sample-pairs missing", lambda w, o: ["sample-pairs", w.missing, "-o", o / "p.tsv", "--strategy", "random"], 2, "no such file", lambda w: w.missing),
+    Case("sample-pairs unknown strategy", lambda w, o: ["sample-pairs", w.texts, "-o", o / "p.tsv", "--strategy", "tfidf"], 2, "--strategy"),
+    Case("kde-filter unscored silver", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    Case("kde-filter bad plot suffix", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv", "--plot", o / "p.gif"], 2, "unknown plot suffix"),
     # ------------------------------------------------------------------ select-best, merge
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),
