@@ -266,6 +266,17 @@ def _gloo_threads() -> int:
     return names.count("pt_gloo_runloop")
 
 
+def _gloo_started(before: int, deadline: float = 60.0) -> bool:
+    """Whether gloo's workers are running: they name themselves once they are scheduled, which on a loaded
+    machine can be a while after the group is created, so wait for it (bounded) instead of looking once."""
+    import time
+
+    stop = time.monotonic() + deadline
+    while _gloo_threads() <= before and time.monotonic() < stop:
+        time.sleep(0.05)
+    return _gloo_threads() > before
+
+
 def test_teardown_frees_the_ddp_reducer_before_the_group_and_the_group_for_good(one_rank_group, monkeypatch):
     """The order of issue 27's fix: the DDP wrapper's Reducer (a C++ owner of the group, freed with the GIL held)
     goes while the group is alive, even if something still holds the wrapper (a traceback); the group is then
@@ -275,7 +286,7 @@ def test_teardown_frees_the_ddp_reducer_before_the_group_and_the_group_for_good(
 
     before = _gloo_threads()
     with distributed.session("cpu"):
-        assert distributed.initialized() and _gloo_threads() > before
+        assert distributed.initialized() and _gloo_started(before)
         trainer = SimpleNamespace(net=torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2)))
         trainer.net(torch.ones(4, 3)).sum().backward()
         distributed.all_reduce_sum(1.0)
