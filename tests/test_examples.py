@@ -96,7 +96,10 @@ def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
     assert not (tmp_path / "o" / "step-1" / "seed-1").exists()
 
 
-@pytest.mark.parametrize("script", ["pst.sh", "grid.sh", "results.sh", "demo.sh", "baselines.sh", "more_evals.sh"])
+@pytest.mark.parametrize(
+    "script",
+    ["pst.sh", "grid.sh", "results.sh", "demo.sh", "baselines.sh", "more_evals.sh", "contrastive.sh", "augsbert.sh"],
+)
 def test_scripts_explain_themselves_with_help(script, tmp_path):
     result = run_script(script, "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -217,6 +220,43 @@ def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path):
         table = (out / "table.md").read_text()
         assert "### cluster" in table and "| checkpoint |" in table and "isoscore" in table and "±" in table
         again = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
+        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path):
+    """examples/augsbert.sh: teacher, sampled pairs, labels, KDE filter, student on gold + silver and on gold
+    alone, STS on all pairs and with the training pairs left out; a rerun skips every stage."""
+    import json
+
+    from conftest import CORPUS
+
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("".join(f"{CORPUS[i]}\t{CORPUS[(i + 1) % 10]}\t{i * 0.5}\n" for i in range(10)))
+    pool = tmp_path / "pool.txt"
+    pool.write_text("".join(f"{line} again\n" for line in CORPUS))
+    env = {"ARCH": "cbe", "STRATEGY": "random,bm25", "K": "2", "METHOD": "kde", "MODEL": str(tiny_bert)}
+    env.update(STS_TASKS="STS-B", TRAIN_ARGS="--epochs 1 --eval-every 0", GOLD_ONLY="0")
+    old = dict(os.environ)
+    os.environ.update(env)
+    try:
+        out = tmp_path / "out"
+        result = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        teacher = json.loads((out / "teacher" / "defsent.json").read_text())
+        assert teacher["kind"] == "teacher" and teacher["arch"] == "cbe"
+        silver = (out / "silver.tsv").read_text().splitlines()
+        kept = (out / "kept.tsv").read_text().splitlines()
+        train = (out / "train.tsv").read_text().splitlines()
+        assert 0 < len(kept) <= len(silver) and len(train) == 10 + len(kept)
+        student = json.loads((out / "student" / "defsent.json").read_text())
+        assert student["kind"] == "pairs" and student["training_pairs"] == len(train)
+        clean = json.loads((out / "student-sts-clean.json").read_text())
+        assert clean["exclude_pairs"] == [str(out / "train.tsv")] and not (out / "gold-only").exists()
+        again = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
         assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
     finally:
         os.environ.clear()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..console import say
 from ..evaluation.choices import AGGREGATIONS, BACKENDS, LAYOUTS, STS_SPLITS
 from . import options as opt
 from .boundary import guard
@@ -62,6 +64,16 @@ def eval_sts(
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
     precision: opt.Precision = opt.PRECISION_DEFAULT,
+    exclude_pairs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--exclude-pairs",
+            help="Leave out every pair that this file also holds (same two sentences, either order, case and "
+            "spacing aside): the pairs a model trained on, e.g. STS-B train (sts-train.csv, a TSV or SICK file). "
+            "Repeatable; the removed counts are reported.",
+            show_default=False,
+        ),
+    ] = None,
     seed: Annotated[
         int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seeds torch (STS scoring has no randomness).")
     ] = opt.SEED_DEFAULT,
@@ -86,6 +98,7 @@ def eval_sts(
       defsent eval-sts -m ckpt/ --pooling prompt-avg --template T4 \\
           --weighting idf --post quantile
       defsent eval-sts -m 'step1/seed-*' -o sts.json   # mean ± sd over the seeds
+      defsent eval-sts -m bi/ --exclude-pairs sts-train.csv -o clean.json
     """
     import torch
 
@@ -99,6 +112,13 @@ def eval_sts(
     check_options(opt.value(aggregation), opt.value(backend))
     models = expand_models(model)
     loaded_tasks = load_sts_tasks(data, tasks, opt.value(split), opt.value(layout))  # before the model loads
+    if exclude_pairs:
+        from ..evaluation.sts_data import exclude_pairs as leave_out
+        from ..formats.pairs import pair_keys
+
+        loaded_tasks = leave_out(loaded_tasks, pair_keys(exclude_pairs))
+        removed = ", ".join(f"{t.name} {t.excluded:,} of {t.n + t.excluded:,}" for t in loaded_tasks)
+        say(f"left out the pairs of {', '.join(map(str, exclude_pairs))}: {removed}")
 
     def one(path):
         torch.manual_seed(seed)
@@ -113,6 +133,8 @@ def eval_sts(
             backend=opt.value(backend),
         )
         result["seed"] = seed
+        if exclude_pairs:
+            result["exclude_pairs"] = [str(path) for path in exclude_pairs]
         return result
 
     result = run_models(models, one)

@@ -27,6 +27,7 @@ from ..training.config import (
     TEMPERATURE,
     TRAIN_POOLINGS,
     TSDAE_POOLINGS,
+    TrainConfig,
 )
 
 
@@ -326,6 +327,56 @@ TEMPERATURE_DEFAULT = TEMPERATURE
 CheckpointOutput = Annotated[
     Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)
 ]
+
+
+# ---------------------------------------------------------------- training on scored pairs (train-pairs, teacher)
+
+PairsFile = Annotated[
+    Path,
+    typer.Argument(
+        metavar="PAIRS",
+        help="Scored pairs: sentence1<TAB>sentence2<TAB>score, or SentEval's STS-B sts-train.csv or a SICK file.",
+        show_default=False,
+    ),
+]
+MaxScore = Annotated[
+    float, typer.Option("--max-score", callback=POSITIVE, help="Scores are divided by this (STS-B, SICK: 5).")
+]
+PairsLr = Annotated[float, typer.Option("--lr", callback=POSITIVE, help="Peak learning rate.")]
+PairsBatch = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Pairs per step.")]
+WarmupRatio = Annotated[
+    float, typer.Option("--warmup-ratio", callback=FRACTION, help="Share of steps for linear warm-up.")
+]
+WeightDecay = Annotated[float, typer.Option("--weight-decay", callback=NON_NEGATIVE, help="AdamW weight decay.")]
+AdamEps = Annotated[float, typer.Option("--adam-eps", callback=POSITIVE, help="AdamW epsilon.")]
+MaxGradNorm = Annotated[
+    float, typer.Option("--max-grad-norm", callback=NON_NEGATIVE, help="Gradient clipping norm, 0 = none.")
+]
+EpochEvalEvery = Annotated[
+    int | None,
+    typer.Option(
+        "--eval-every",
+        min=0,
+        help="Score the model on --eval-on every N steps (default: after every epoch, as the thesis; 0: never).",
+        show_default=False,
+    ),
+]
+
+
+def trained_summary(output: Path, info: dict, what: str) -> str:
+    """The closing line of a training command: steps, data, final loss, and the kept step of a dev curve."""
+    kept = f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
+    return f"wrote {output}: {info['steps']} steps on {what}, final loss {info['final_loss']}{kept}"
+
+
+def pairs_config(**settings) -> TrainConfig:
+    """The TrainConfig of a run on scored pairs; ``eval_every`` None means after every epoch (set once the
+    number of pairs is known), for which --keep best is the default."""
+    eval_every = settings.pop("eval_every")
+    config = TrainConfig(pooler="none", eval_every=eval_every or 0, **settings)
+    if config.keep == "best" and eval_every is None:
+        config.keep = None  # best is already the default with the epoch evaluations
+    return config.validate()
 
 
 # ---------------------------------------------------------------- pooling and the training-free toolbox

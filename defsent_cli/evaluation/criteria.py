@@ -71,6 +71,11 @@ class Criterion:
                 self._tasks = load_sts_tasks(self.data, ["STS-B", "SICK-R"] if self.name == "dev" else ["STS-B"], "dev")
         return self
 
+    @property
+    def tasks(self) -> list:
+        """The STS tasks the criterion scores on (loaded on first use); none for dict-dev."""
+        return list(self.prepare()._tasks or [])
+
     def score(self, loaded: LoadedModel, pooling: str | None = None) -> float:
         """The criterion's score of a loaded model (checkpoint info from ``loaded.info``); ``pooling``
         overrides the criterion's (default: the model's own)."""

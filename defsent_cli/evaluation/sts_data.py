@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +109,7 @@ class STSTask:
     files: str  # the file pattern read, e.g. "STS.input.*.txt + STS.gs.*.txt"
     missing: list[str] = field(default_factory=list)  # known subsets not found
     root: Path | None = None  # the data root it was loaded from
+    excluded: int = 0  # pairs left out because another file holds them (eval-sts --exclude-pairs)
 
     @property
     def n(self) -> int:
@@ -125,9 +126,9 @@ class STSTask:
             notes.append(
                 f"{self.name}: {len(self.missing)} subset(s) missing in {self.folder} ({', '.join(self.missing)})"
             )
-        if self.expected is not None and self.n != self.expected:
+        if self.expected is not None and self.n + self.excluded != self.expected:
             notes.append(
-                f"{self.name}: {self.n} scored pairs, expected {self.expected}; the folder is incomplete or "
+                f"{self.name}: {self.n + self.excluded} scored pairs, expected {self.expected}; the folder is incomplete or "
                 "altered, so the score is not comparable with published ones"
             )
         return notes
@@ -299,6 +300,30 @@ def load_sts_tasks(
         else:
             loaded.append(load_sickr(root, split))
     return loaded
+
+
+def exclude_pairs(tasks: Sequence[STSTask], keys: set[tuple[str, str]]) -> list[STSTask]:
+    """The tasks without the pairs whose :func:`~defsent_cli.formats.pairs.pair_key` is in ``keys`` (the pairs a
+    model may have trained on); each task counts what it lost in ``excluded``."""
+    from ..formats.pairs import pair_key
+
+    kept_tasks = []
+    for task in tasks:
+        subsets, dropped = [], 0
+        for sub in task.subsets:
+            keep = np.array([pair_key(a, b) not in keys for a, b in zip(sub.sent1, sub.sent2, strict=True)], dtype=bool)
+            dropped += int((~keep).sum())
+            subsets.append(
+                STSSubset(
+                    sub.name,
+                    [t for t, k in zip(sub.sent1, keep, strict=True) if k],
+                    [t for t, k in zip(sub.sent2, keep, strict=True) if k],
+                    sub.gold[keep],
+                    sub.source,
+                )
+            )
+        kept_tasks.append(replace(task, subsets=subsets, excluded=task.excluded + dropped))
+    return kept_tasks
 
 
 def task_sentences(task: STSTask) -> list[str]:

@@ -88,6 +88,8 @@ DESCRIPTIONS = {
     "the other sentences of the batch pushed away.",
     "nm": "Noise Matching (Reiml 2023): each sentence with words deleted is pulled onto the original sentence, "
     "the other sentences of the batch pushed away.",
+    "pairs": "a bi-encoder trained on scored sentence pairs (SBERT): the cosine of the two sentences' vectors "
+    "learns the gold score.",
 }
 
 
@@ -134,14 +136,19 @@ def model_card(name: str, info: dict) -> str:
             if key in info:
                 lines.append(_row(key, info[key]))
         lines.append("")
-    elif "sentences" in info:  # tsdae, simcse: plain sentences, no bank
+    elif "sentences" in info or "pairs" in info:  # tsdae, simcse: plain sentences; train-pairs: scored pairs
         lines += ["## Training data", "", "| what | value |", "|---|---|"]
         lines.append(_row("base model", info.get("base_model", "?")))
-        lines.append(_row("sentences", info["sentences"]))
-        lines.append(_row("split (of a dictionary)", info.get("split") or "-"))
-        lines.append(_row("training sentences", info.get("training_sentences", "?")))
+        if "pairs" in info:
+            lines.append(_row("pairs", info["pairs"]))
+            lines.append(_row("training pairs", info.get("training_pairs", "?")))
+        else:
+            lines.append(_row("sentences", info["sentences"]))
+            lines.append(_row("split (of a dictionary)", info.get("split") or "-"))
+            lines.append(_row("training sentences", info.get("training_sentences", "?")))
         lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
-        for key in ("objective", "deletion", "stop_gradient", "temperature", "mlp", "nm_weight", "train_pooling"):
+        keys = ("objective", "loss", "max_score", "deletion", "stop_gradient", "temperature", "mlp", "nm_weight")
+        for key in (*keys, "train_pooling"):
             if info.get(key) is not None:
                 lines.append(_row(key, info[key]))
         for key, value in info.get("config", {}).items():
@@ -186,10 +193,18 @@ def model_card(name: str, info: dict) -> str:
 
 
 def save_checkpoint(
-    output: Path, model, tokenizer, info: dict, max_seq_length: int, force: bool = False, files: dict | None = None
+    output: Path,
+    model,
+    tokenizer,
+    info: dict,
+    max_seq_length: int,
+    force: bool = False,
+    files: dict | None = None,
+    sentence_transformer: bool = True,
 ) -> Path:
     """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
-    ``files`` maps extra file names to the paths copied in (e.g. the loss log)."""
+    ``files`` maps extra file names to the paths copied in (e.g. the loss log). Without
+    ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder)."""
     output = check_output(output, force, kind="folder")
     tmp = output.with_name(f".{output.name}.writing")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -197,9 +212,10 @@ def save_checkpoint(
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        sentence_transformers_files(
-            tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
-        )
+        if sentence_transformer:
+            sentence_transformers_files(
+                tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
+            )
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
         for name, source in (files or {}).items():

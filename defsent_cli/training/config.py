@@ -64,6 +64,8 @@ DICTIONARY_SPLITS = (*SPLITS, "all")
 CONTRASTIVE_OBJECTIVES = ("simcse", "nm")
 STOP_GRADIENTS = ("original", "damaged", "none")
 TEMPERATURE = 0.05
+#: defsent train-pairs (training/pairs.py): sentence-transformers' CosineSimilarityLoss, CoSENTLoss, AnglELoss.
+PAIR_LOSSES = ("cosine", "cosent", "angle")
 DEFAULT_SEED = 42
 MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
 

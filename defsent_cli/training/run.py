@@ -173,6 +173,7 @@ def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: boo
                     trainer.max_length,
                     force=force,
                     files=files,
+                    sentence_transformer=trainer.sentence_transformer,
                 )
         except BaseException:
             if main and not state_path.exists():
@@ -182,3 +183,39 @@ def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: boo
             shutil.rmtree(work_dir, ignore_errors=True)
         distributed.barrier()  # every process returns once the checkpoint is written
     return info
+
+
+def pairs(
+    pairs_file: Path,
+    base_model: Path,
+    output: Path,
+    config: TrainConfig,
+    resume: bool = False,
+    force: bool = False,
+    show_progress: bool | None = None,
+    data: Path | None = None,
+    loss: str = "cosine",
+    max_score: float = 5.0,
+    eval_each_epoch: bool = False,
+    teacher: dict | None = None,
+) -> dict:
+    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`PairsTrainer`), or with ``teacher``
+    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`TeacherTrainer`); writes the model.
+    ``eval_each_epoch``: score on ``config.eval_on`` after every epoch (the thesis's protocol) and keep the best."""
+    from dataclasses import replace
+
+    from .pairs import PairsTrainer
+    from .teachers import TeacherTrainer
+
+    evaluating = config.eval_every or eval_each_epoch
+    if evaluating and (config.eval_on == "dict-dev" or (teacher and config.eval_on == "sts-avg")):
+        raise DefsentError(f"--eval-on {config.eval_on} cannot score this model here; use dev or stsb-dev")
+    output, work_dir = _work_dir(output, resume, force)
+    criterion = _criterion(replace(config, eval_every=config.eval_every or int(eval_each_epoch)), data)
+    if teacher is not None:
+        trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
+    else:
+        trainer = PairsTrainer(pairs_file, base_model, config, loss, max_score)
+    if eval_each_epoch and not config.eval_every:
+        trainer.config = replace(config, eval_every=trainer.schedule.per_epoch)
+    return fit(_tracking(trainer, criterion), output, work_dir, resume, force, show_progress)

@@ -133,6 +133,8 @@ class Trainer:
     """The model, head, bank, optimiser and data order of one run, and its loop."""
 
     shard: BankShard | None = None  # train --shard-bank: this process's rows of the bank (else self.bank is all)
+    #: whether the checkpoint is a sentence-transformers bi-encoder folder (a Cross-Encoder teacher is not)
+    sentence_transformer = True
 
     def __init__(self, dictionary: Path, bank_path: Path | None, base_model: Path, config: TrainConfig):
         self.config = config.validate()

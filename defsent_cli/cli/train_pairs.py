@@ -1,0 +1,115 @@
+"""``defsent train-pairs``: a bi-encoder trained on scored sentence pairs (SBERT's STS regression)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .. import distributed
+from ..console import say
+from ..training.config import PAIR_LOSSES
+from . import options as opt
+from .boundary import guard, warn_ineffective
+
+PairLoss = opt.choices("PairLoss", PAIR_LOSSES)
+
+
+def train_pairs_command(
+    ctx: typer.Context,
+    pairs: opt.PairsFile,
+    model: opt.Model,
+    output: opt.CheckpointOutput,
+    loss: Annotated[
+        PairLoss,
+        typer.Option(
+            "--loss",
+            help="cosine: squared error of cos(u, v) against the score (SBERT); cosent / angle: CoSENT / AnglE "
+            "ranking losses (sentence-transformers' losses).",
+        ),
+    ] = PairLoss.cosine,
+    max_score: opt.MaxScore = 5.0,
+    pooling: Annotated[
+        opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling of each sentence (SBERT: mean).")
+    ] = opt.TrainPooling.mean,
+    lr: opt.PairsLr = 2e-5,
+    batch_size: opt.PairsBatch = 16,
+    epochs: opt.Epochs = 3,
+    warmup_ratio: opt.WarmupRatio = 0.1,
+    weight_decay: opt.WeightDecay = 0.01,
+    adam_eps: opt.AdamEps = 1e-8,
+    max_grad_norm: opt.MaxGradNorm = 1.0,
+    max_length: opt.MaxLength = None,
+    batching: opt.BatchingOption = opt.Batching.random,
+    max_steps: opt.MaxSteps = None,
+    limit: opt.Limit = None,
+    seed: opt.Seed = opt.SEED_DEFAULT,
+    eval_every: opt.EpochEvalEvery = None,
+    eval_on: opt.EvalOnOption = opt.EvalOn.stsb_dev,
+    keep: opt.KeepOption = None,
+    data: opt.Data = None,
+    save_every: opt.SaveEvery = 500,
+    log_every: opt.LogEvery = 20,
+    resume: opt.Resume = False,
+    device: opt.Device = "auto",
+    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
+    deterministic: opt.Deterministic = False,
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """Train a bi-encoder on scored sentence pairs: cosine of the two sentences' vectors against the score.
+
+    \b
+    Examples:
+      defsent train-pairs sts-train.csv -m BASE -o stsb-bi/
+      defsent train-pairs gold.tsv -m BASE --loss cosent --epochs 4 -o bi/
+
+    The thesis's settings (Reiml 2023, section 5.1): AdamW lr 2e-5, weight decay 0.01, 10% warm-up then
+    linear decay, batch 16, three epochs, STS-B dev after each epoch and the best epoch kept. Evaluate such a
+    model on STS with eval-sts --exclude-pairs PAIRS: STS12-16 share pairs with STS-B train.
+    """
+    from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
+
+    warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every, 1.0)[:2])
+    config = opt.pairs_config(
+        pooling=opt.value(pooling),
+        lr=lr,
+        batch_size=batch_size,
+        epochs=epochs,
+        warmup_ratio=warmup_ratio,
+        weight_decay=weight_decay,
+        adam_eps=adam_eps,
+        max_grad_norm=max_grad_norm,
+        seed=seed,
+        max_length=max_length,
+        max_steps=max_steps,
+        limit=limit,
+        batching=opt.value(batching),
+        save_every=save_every,
+        log_every=log_every,
+        device=device,
+        precision=opt.value(precision),
+        deterministic=deterministic,
+        eval_every=eval_every,
+        eval_on=opt.value(eval_on),
+        keep=opt.value(keep),
+    )
+    info = train_on_pairs(
+        pairs,
+        model,
+        output,
+        config,
+        resume=resume,
+        force=force,
+        show_progress=show_progress,
+        data=data,
+        loss=opt.value(loss),
+        max_score=max_score,
+        eval_each_epoch=eval_every is None,
+    )
+    if distributed.is_main():
+        say(opt.trained_summary(output, info, f"{info['training_pairs']:,} pairs"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train-pairs")(guard(train_pairs_command))

@@ -1,0 +1,168 @@
+"""Supervised bi-encoder training on scored sentence pairs, ``defsent train-pairs`` (SBERT's STS regression;
+the bi-encoder of Reiml 2023, section 5.2, and of Augmented SBERT, Thakur et al. 2021).
+
+Both sentences of a pair go through the same encoder (one forward pass of the two sides stacked) and are
+pooled (mean by default, as SBERT); the loss compares their cosine with the gold score, rescaled to [0, 1]
+by ``--max-score`` (5 for STS-B and SICK, as sentence-transformers' STS example divides by 5). The losses are
+sentence-transformers', used as is (``compute_loss_from_embeddings``):
+
+- ``cosine``: ``CosineSimilarityLoss``, the squared error between cos(u, v) and the score (SBERT);
+- ``cosent``: ``CoSENTLoss`` (scale 20), a ranking loss over the pairs of the batch;
+- ``angle``: ``AnglELoss`` (scale 20), CoSENT on angle differences in complex space.
+
+Defaults are the thesis's (section 5.1, after BERT's authors): AdamW, lr 2e-5, weight decay 0.01, 10%
+linear warm-up then linear decay, batch 16, three epochs, the model scored on STS-B dev after every epoch
+and the best epoch kept (``--eval-every``: by default one epoch's steps).
+
+Under torchrun ``cosine`` is a per-pair loss, so the usual weighting (``Trainer.train_step``) gives the
+one-process gradient; ``cosent`` and ``angle`` compare every pair of the batch with every other, which
+a process holding part of the batch cannot, so they run in one process (a one-line error says so).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import distributed
+from ..encoder.head import PoolerHead
+from ..encoder.models import load_model
+from ..encoder.pooling import get_pooling
+from ..encoder.tokenize import pad_batch, to_device, tokenize
+from ..encoder.tokenize import pad_id as padding_id
+from ..errors import DefsentError
+from ..evaluation.criteria import Criterion
+from ..formats.dictionary import seeded_sample
+from ..formats.pairs import read_pairs
+from .config import PAIR_LOSSES, TrainConfig
+from .data import TrainingData
+from .trainer import Trainer, TrainForward
+
+
+def pair_loss(name: str):
+    """The sentence-transformers loss object of ``--loss`` (its model argument unused: we pass embeddings)."""
+    from sentence_transformers.sentence_transformer import losses
+
+    if name == "cosine":
+        return losses.CosineSimilarityLoss(None)
+    if name == "cosent":
+        return losses.CoSENTLoss(None, scale=20.0)
+    if name == "angle":
+        return losses.AnglELoss(None, scale=20.0)
+    raise DefsentError(f"--loss must be one of {', '.join(PAIR_LOSSES)}, not {name!r}")
+
+
+class PairsTrainer(Trainer):
+    """A bi-encoder regression run: the :class:`Trainer` loop, state and DDP on scored pairs."""
+
+    def __init__(
+        self, pairs: Path, base_model: Path, config: TrainConfig, loss: str = "cosine", max_score: float = 5.0
+    ):
+        self.config = config.validate()
+        self.loss_name, self.max_score = loss, float(max_score)
+        self.loss_fn = pair_loss(loss)
+        self.dictionary, self.base_model, self.bank_path = Path(pairs), Path(base_model), None
+        found = read_pairs(self.dictionary)
+        if found.scores is None:
+            raise DefsentError("has no scores: train-pairs learns from sentence1<TAB>sentence2<TAB>score", path=pairs)
+        if max(abs(score) for score in found.scores) > self.max_score:
+            raise DefsentError(
+                f"scores run from {min(found.scores):g} to {max(found.scores):g}; --max-score {self.max_score:g} must "
+                "be at least the largest magnitude (scores are divided by it; a Cross-Bi-Encoder's silver scores "
+                "may be negative)",
+                path=pairs,
+            )
+        self.rank, self.world = distributed.rank(), distributed.world()
+        if self.world > 1 and loss != "cosine":
+            raise DefsentError(
+                f"--loss {loss} compares the pairs of a whole batch: run it in one process, or --loss cosine"
+            )
+        keep = seeded_sample(len(found), config.limit, config.seed)
+        index = range(len(found)) if keep is None else keep
+        sent1, sent2 = [found.sent1[i] for i in index], [found.sent2[i] for i in index]
+        scores = np.asarray([found.scores[i] / self.max_score for i in index], dtype=np.float32)
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        self.loaded = load_model(base_model, distributed.local_device(config.device))
+        self.device, self.model = self.loaded.device, self.pair_model()
+        self.pool = get_pooling(config.pooling)
+        self.max_length = self.loaded.token_limit(config.max_length)
+        tokenizer = self.loaded.tokenizer
+        # the batches are cut on the first sentences' lengths; the second sides travel with them
+        self.data = TrainingData(tokenize(sent1, tokenizer, self.pool, self.max_length), scores, 0, sent1)
+        self.second, self.texts2 = tokenize(sent2, tokenizer, self.pool, self.max_length), sent2
+        self.head, self.word_head, self.mlm = PoolerHead(None, "identity"), None, None
+        pooler = getattr(self.model, "pooler", None)
+        if pooler is not None and self.freeze_pooler:  # in no loss here: frozen, it stays as it was
+            pooler.requires_grad_(False)
+        self.n_bank, self.bank_attrs = 0, {}
+        self.net: torch.nn.Module = self.pair_net()
+        self._start(self._optimizer())
+        if self.world > 1:
+            torch.manual_seed(config.seed + 1_000_003 * self.rank)
+
+    freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
+
+    def pair_model(self) -> torch.nn.Module:
+        """The model that trains (a bi-encoder: the base model itself)."""
+        return self.loaded.model
+
+    def pair_net(self) -> torch.nn.Module:
+        """Everything that trains, as the one module DDP wraps."""
+        return TrainForward(self.model, self.head, self.pool)
+
+    def settings(self) -> dict:
+        return {"loss": self.loss_name, "max_score": self.max_score}
+
+    def describe(self) -> str:
+        config = self.config
+        return (
+            f"train-pairs: {self.base_model} on {len(self.data):,} scored pairs ({self.loss_name} loss, "
+            f"{config.pooling} pooling, lr {config.lr:g}, batch {config.batch_size}, {self.total_steps:,} steps, "
+            f"seed {config.seed}"
+        )
+
+    def track_dev(self, criterion: Criterion) -> None:
+        super().track_dev(criterion)
+        self.loaded.info["head"] = "none"
+
+    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
+        return {"train_log.jsonl": work_dir / "log.jsonl"}
+
+    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
+        dev, best = super().extra_state()
+        return {"settings": self.settings(), "dev": dev}, best
+
+    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
+        saved = extra.get("settings", {})
+        differ = [f"--{k.replace('_', '-')}" for k, v in self.settings().items() if saved.get(k, v) != v]
+        if differ:
+            raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})")
+        super().restore_extra_state(extra.get("dev", {}), tensors)
+
+    def loss_on(self, index: np.ndarray) -> torch.Tensor:
+        """The loss of cos(u, v) against the rescaled scores, both sides in one pass."""
+        ids = [self.data.token_ids[i] for i in index] + [self.second[i] for i in index]
+        input_ids, attention_mask = pad_batch(ids, padding_id(self.loaded.tokenizer))
+        padded = bool(attention_mask.min() == 0)
+        reps = self.net(to_device(input_ids, self.device), to_device(attention_mask, self.device), padded=padded)
+        reps = reps.float()
+        labels = to_device(torch.from_numpy(self.data.labels[index]), self.device)
+        with torch.autocast(reps.device.type, enabled=False):
+            return self.loss_fn.compute_loss_from_embeddings([reps[: len(index)], reps[len(index) :]], labels)
+
+    def info(self) -> dict:
+        return {
+            **self.run_info(),
+            "kind": "pairs",
+            "pooling": self.config.pooling,
+            "train_pooling": self.config.pooling,
+            "head": "none",
+            "pairs": str(self.dictionary.resolve()),
+            "training_pairs": len(self.data),
+            **self.settings(),
+            **self._dev_info(),
+        }
