@@ -275,15 +275,19 @@ KeepOption = Annotated[
 ]
 
 
-def training_warnings(eval_every: int, mlm_weight: float) -> list[tuple[str, bool, str]]:
-    """The ``warn_ineffective`` rows of the options every trainer shares: evaluation without --eval-every,
-    MLM settings without --mlm-weight."""
+def training_warnings(eval_every: int, mlm_weight: float | None = None) -> list[tuple[str, bool, str]]:
+    """The ``warn_ineffective`` rows of the options every trainer shares: evaluation without --eval-every, and
+    (a command with --mlm-weight) MLM settings without --mlm-weight."""
     never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"
-    return [
+    rows = [
         ("eval_on", not eval_every, f"--eval-on has no effect: {never}"),
         ("data", not eval_every, f"--data (the evaluation data) has no effect: {never}"),
-        ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)"),
     ]
+    if mlm_weight is not None:
+        rows.append(
+            ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)")
+        )
+    return rows
 
 
 def split_warning(sentences: Path) -> tuple[str, bool, str]:
@@ -367,6 +371,37 @@ def trained_summary(output: Path, info: dict, what: str) -> str:
     """The closing line of a training command: steps, data, final loss, and the kept step of a dev curve."""
     kept = f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
     return f"wrote {output}: {info['steps']} steps on {what}, final loss {info['final_loss']}{kept}"
+
+
+#: The TrainConfig fields that simcse, train-pairs and teacher take under the same option names.
+LOOP_SETTINGS = (
+    "lr",
+    "batch_size",
+    "epochs",
+    "warmup_ratio",
+    "weight_decay",
+    "adam_eps",
+    "max_grad_norm",
+    "seed",
+    "max_length",
+    "max_steps",
+    "limit",
+    "batching",
+    "save_every",
+    "log_every",
+    "device",
+    "precision",
+    "deterministic",
+    "eval_every",
+    "eval_on",
+    "keep",
+)
+
+
+def loop_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """A command's values of :data:`LOOP_SETTINGS`, taken from its parameters (its ``locals()``), choices as
+    plain values: the keyword arguments of its TrainConfig, beside what the command sets itself."""
+    return {name: value(params[name]) for name in LOOP_SETTINGS}
 
 
 def pairs_config(**settings) -> TrainConfig:

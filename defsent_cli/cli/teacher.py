@@ -79,33 +79,11 @@ def teacher_command(
     warn_ineffective(
         ctx,
         [
-            *opt.training_warnings(1 if eval_every is None else eval_every, 1.0)[:2],
+            *opt.training_warnings(1 if eval_every is None else eval_every),
             ("special_tokens", opt.value(arch) == "ce", "--special-tokens has no effect: only a cbe pools tokens"),
         ],
     )
-    config = opt.pairs_config(
-        pooling="mean",
-        lr=lr,
-        batch_size=batch_size,
-        epochs=epochs,
-        warmup_ratio=warmup_ratio,
-        weight_decay=weight_decay,
-        adam_eps=adam_eps,
-        max_grad_norm=max_grad_norm,
-        seed=seed,
-        max_length=max_length,
-        max_steps=max_steps,
-        limit=limit,
-        batching=opt.value(batching),
-        save_every=save_every,
-        log_every=log_every,
-        device=device,
-        precision=opt.value(precision),
-        deterministic=deterministic,
-        eval_every=eval_every,
-        eval_on=opt.value(eval_on),
-        keep=opt.value(keep),
-    )
+    config = opt.pairs_config(pooling="mean", **opt.loop_settings(locals()))
     info = train_on_pairs(
         pairs,
         model,

@@ -70,30 +70,8 @@ def train_pairs_command(
     """
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
-    warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every, 1.0)[:2])
-    config = opt.pairs_config(
-        pooling=opt.value(pooling),
-        lr=lr,
-        batch_size=batch_size,
-        epochs=epochs,
-        warmup_ratio=warmup_ratio,
-        weight_decay=weight_decay,
-        adam_eps=adam_eps,
-        max_grad_norm=max_grad_norm,
-        seed=seed,
-        max_length=max_length,
-        max_steps=max_steps,
-        limit=limit,
-        batching=opt.value(batching),
-        save_every=save_every,
-        log_every=log_every,
-        device=device,
-        precision=opt.value(precision),
-        deterministic=deterministic,
-        eval_every=eval_every,
-        eval_on=opt.value(eval_on),
-        keep=opt.value(keep),
-    )
+    warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every))
+    config = opt.pairs_config(pooling=opt.value(pooling), **opt.loop_settings(locals()))
     info = train_on_pairs(
         pairs,
         model,

@@ -205,18 +205,21 @@ def load_tokenizer(path: str | Path):
         raise DefsentError(f"cannot load a tokenizer ({_one_line(exc)})", path=where) from None
 
 
-def load_model(path: str | Path, device: str = "auto") -> LoadedModel:
-    """Load an encoder (AutoModel) and its tokenizer from a local folder (see :func:`model_folder`)."""
+def load_model(path: str | Path, device: str = "auto", regression_head: bool = False) -> LoadedModel:
+    """Load an encoder (AutoModel) and its tokenizer from a local folder (see :func:`model_folder`);
+    ``regression_head``: the encoder with a one-label classification head (a Cross-Encoder's: the folder's own
+    head, or a fresh one)."""
     found = model_folder(path)
     quiet_transformers()
     import torch
-    from transformers import AutoModel
+    from transformers import AutoModel, AutoModelForSequenceClassification
 
     resolved = resolve_device(device)
     tokenizer = load_tokenizer(path)
+    auto, head = (AutoModelForSequenceClassification, {"num_labels": 1}) if regression_head else (AutoModel, {})
     try:
-        model, loading = AutoModel.from_pretrained(
-            found.transformer_dir, dtype=torch.float32, output_loading_info=True, local_files_only=True
+        model, loading = auto.from_pretrained(
+            found.transformer_dir, dtype=torch.float32, output_loading_info=True, local_files_only=True, **head
         )
     except Exception as exc:  # noqa: BLE001
         raise DefsentError(f"cannot load the model ({_one_line(exc)})", path=found.transformer_dir) from None

@@ -86,8 +86,8 @@ class PairsTrainer(Trainer):
         scores = np.asarray([found.scores[i] / self.max_score for i in index], dtype=np.float32)
         torch.manual_seed(config.seed)
         random.seed(config.seed)
-        self.loaded = load_model(base_model, distributed.local_device(config.device))
-        self.device, self.model = self.loaded.device, self.pair_model()
+        self.loaded = load_model(base_model, distributed.local_device(config.device), self.regression_head)
+        self.device, self.model = self.loaded.device, self.loaded.model
         self.pool = get_pooling(config.pooling)
         self.max_length = self.loaded.token_limit(config.max_length)
         tokenizer = self.loaded.tokenizer
@@ -105,10 +105,7 @@ class PairsTrainer(Trainer):
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
     freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
-
-    def pair_model(self) -> torch.nn.Module:
-        """The model that trains (a bi-encoder: the base model itself)."""
-        return self.loaded.model
+    regression_head = False  # the model that trains is the base model itself (a Cross-Encoder adds a head)
 
     def pair_net(self) -> torch.nn.Module:
         """Everything that trains, as the one module DDP wraps."""

@@ -43,8 +43,13 @@ def _work_dir(output: Path, resume: bool, force: bool) -> tuple[Path, Path]:
 
 def _criterion(config: TrainConfig, data: Path | None, dictionary=None, bank=None) -> Criterion | None:
     """The dev criterion of ``--eval-every`` with its data loaded now, so that missing evaluation data fails
-    before the model loads (None without ``--eval-every``)."""
-    return Criterion(config.eval_on, data, dictionary, bank).prepare() if config.eval_every else None
+    before the model loads (None without ``--eval-every``). dict-dev needs the run's dictionary: a run on
+    plain sentences or pairs has none."""
+    if not config.eval_every:
+        return None
+    if config.eval_on == "dict-dev" and dictionary is None:
+        raise DefsentError("--eval-on dict-dev needs a dictionary and an entry bank; use dev or stsb-dev")
+    return Criterion(config.eval_on, data, dictionary, bank).prepare()
 
 
 def _tracking(trainer: Trainer, criterion: Criterion | None) -> Trainer:
@@ -121,8 +126,6 @@ def contrastive(
     encoder. With ``config.eval_every`` it is scored on a dev criterion as it trains, as :func:`train`."""
     from .contrastive import ContrastiveTrainer
 
-    if config.eval_every and config.eval_on == "dict-dev":
-        raise DefsentError("--eval-on dict-dev needs a dictionary and an entry bank; use dev or stsb-dev")
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data)
     trainer = _tracking(ContrastiveTrainer(sentences, base_model, config, **settings), criterion)
@@ -207,11 +210,13 @@ def pairs(
     from .pairs import PairsTrainer
     from .teachers import TeacherTrainer
 
-    evaluating = config.eval_every or eval_each_epoch
-    if evaluating and (config.eval_on == "dict-dev" or (teacher and config.eval_on == "sts-avg")):
-        raise DefsentError(f"--eval-on {config.eval_on} cannot score this model here; use dev or stsb-dev")
+    evaluated = replace(config, eval_every=config.eval_every or int(eval_each_epoch))
+    if teacher and evaluated.eval_every and config.eval_on == "sts-avg":
+        raise DefsentError(
+            "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
+        )
     output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(replace(config, eval_every=config.eval_every or int(eval_each_epoch)), data)
+    criterion = _criterion(evaluated, data)
     if teacher is not None:
         trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
     else:

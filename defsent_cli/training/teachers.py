@@ -158,17 +158,8 @@ class TeacherTrainer(PairsTrainer):
         self.arch, self.special_tokens = arch, special_tokens
         self.sentence_transformer = arch == "cbe"  # a CE folder is a sentence-transformers CrossEncoder instead
         self.freeze_pooler = arch == "cbe"  # the CE's classifier reads BERT's pooler
+        self.regression_head = arch == "ce"  # the CE: the encoder with a one-logit head on [CLS]
         super().__init__(pairs, base_model, config, loss="cosine", max_score=max_score)
-
-    def pair_model(self) -> torch.nn.Module:
-        if self.arch == "cbe":
-            return self.loaded.model
-        from transformers import AutoModelForSequenceClassification
-
-        folder = self.loaded.transformer_dir or self.loaded.path
-        model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1, dtype=torch.float32)
-        self.loaded.model = model.to(self.loaded.device)
-        return self.loaded.model
 
     def pair_net(self) -> torch.nn.Module:
         self.scorer = PairScorer(self.model, self.loaded.tokenizer, self.arch, self.max_length, self.special_tokens)
@@ -213,12 +204,8 @@ def load_teacher(folder: Path, device: str = "auto") -> tuple[PairScorer, dict, 
     info = read_info(Path(folder))
     if info.get("kind") != "teacher":
         raise DefsentError("is not a teacher written by defsent teacher (defsent.json kind 'teacher')", path=folder)
-    loaded = load_model(folder, device)
+    loaded = load_model(folder, device, regression_head=info.get("arch") == "ce")
     model = loaded.model
-    if info.get("arch") == "ce":
-        from transformers import AutoModelForSequenceClassification
-
-        model = AutoModelForSequenceClassification.from_pretrained(loaded.path, dtype=torch.float32).to(loaded.device)
     model.eval()
     max_length = loaded.token_limit(info.get("max_length"))
     scorer = PairScorer(model, loaded.tokenizer, info.get("arch", "ce"), max_length, info.get("special_tokens", True))
