@@ -12,7 +12,8 @@
 # GOLD: scored pairs (TSV s1<TAB>s2<TAB>score on 0-5, or SentEval's sts-train.csv); POOL: the sentences to
 # draw new pairs from (one per line, or a pairs file: both sides of every pair). Writes OUT/teacher,
 # OUT/pairs.tsv, OUT/silver.tsv, OUT/kept.tsv (+ OUT/scores.png), OUT/train.tsv (gold + kept), OUT/student,
-# OUT/gold-only (the student on gold alone, for reference) and their STS results, all pairs and clean.
+# OUT/gold-only (the student on gold alone, for reference) and their STS results (OUT/NAME-sts.json: the
+# clean figures, the pairs of train.tsv left out, and under all_pairs those on every pair).
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -50,7 +51,7 @@ for name in "${NAMES[@]}"; do
   data=$OUT/train.tsv
   [ "$name" = gold-only ] && data=$GOLD
   [ -d "$OUT/$name" ] || run defsent train-pairs "$data" -m "$MODEL" --seed "$SEED" "${EXTRA[@]}" -o "$OUT/$name"
-  [ -f "$OUT/$name-sts.json" ] || run defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" -o "$OUT/$name-sts.json"
-  [ -f "$OUT/$name-sts-clean.json" ] || run defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
-    --exclude-pairs "$OUT/train.tsv" -o "$OUT/$name-sts-clean.json"
+  # one pass: the clean figures (the training pairs left out), and under all_pairs those on every pair
+  [ -f "$OUT/$name-sts.json" ] || run defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
+    --exclude-pairs "$OUT/train.tsv" -o "$OUT/$name-sts.json"
 done

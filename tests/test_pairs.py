@@ -78,6 +78,12 @@ def test_eval_sts_leaves_out_the_pairs_of_a_file_and_counts_them(cli, tiny_bert,
     a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("full", "clean"))
     assert (a["tasks"]["STS-B"]["n"], b["tasks"]["STS-B"]["n"], b["tasks"]["STS-B"]["excluded"]) == (5, 3, 2)
     assert b["tasks"]["SICK-R"] == {**a["tasks"]["SICK-R"], "excluded": 0} and b["exclude_pairs"] == [str(seen)]
+    # every pair too, from the same vectors: the figures of the run without --exclude-pairs
+    for name in ("STS-B", "SICK-R"):
+        expected = {key: a["tasks"][name][key] for key in ("spearman", "pearson", "n")}
+        assert b["all_pairs"]["tasks"][name] == pytest.approx(expected, abs=1e-4)
+    assert b["all_pairs"]["average"]["spearman"] == pytest.approx(a["average"]["spearman"], abs=1e-4)
+    assert "all_pairs" not in a and "Spearman, all" in clean.stderr and "Spearman, clean" in clean.stderr
     # the mini folder is not the real STS-B (5 pairs, not 1,379): the pairs left out count as present
     assert b["warnings"] == a["warnings"] and "STS-B: 5 scored pairs, expected 1379" in b["warnings"][0]
     # the clean score is the Spearman of the three pairs left (0, 2, 4), computed from the model's own vectors

@@ -70,7 +70,8 @@ def eval_sts(
             "--exclude-pairs",
             help="Leave out every pair that this file also holds (same two sentences, either order, case and "
             "spacing aside): the pairs a model trained on, e.g. STS-B train (sts-train.csv, a TSV or SICK file). "
-            "Repeatable; the removed counts are reported.",
+            "Repeatable; the removed counts are reported, and the scores on every pair too (JSON all_pairs), "
+            "from the same vectors.",
             show_default=False,
         ),
     ] = None,
@@ -112,6 +113,7 @@ def eval_sts(
     check_options(opt.value(aggregation), opt.value(backend))
     models = expand_models(model)
     loaded_tasks = load_sts_tasks(data, tasks, opt.value(split), opt.value(layout))  # before the model loads
+    whole = loaded_tasks if exclude_pairs else None  # every pair too, scored from the same vectors
     if exclude_pairs:
         from ..evaluation.sts_data import exclude_pairs as leave_out
         from ..formats.pairs import pair_keys
@@ -131,6 +133,7 @@ def eval_sts(
             aggregation=opt.value(aggregation),
             layout=opt.value(layout),
             backend=opt.value(backend),
+            whole=whole,
         )
         result["seed"] = seed
         if exclude_pairs:

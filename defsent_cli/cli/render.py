@@ -59,6 +59,18 @@ def sts_table(result: dict):
     caption.append(f"model {result['model']}")
     caption.append(f"pooling {result['pooling']} | backend {result['backend']} | {result['seconds']:.0f} s")
     rows = [("Spearman", spearman), ("Pearson", pearson), ("pairs", pairs)]
+    if "all_pairs" in result:  # --exclude-pairs: the rows above are the clean pairs; the same with every pair
+        every = result["all_pairs"]
+        rows[0] = ("Spearman, clean", spearman)
+        rows.insert(
+            1,
+            (
+                "Spearman, all",
+                [fmt(every["tasks"][name]["spearman"]) for name in tasks] + [fmt(every["average"]["spearman"])],
+            ),
+        )
+        rows[-1] = ("pairs, clean", pairs)
+        caption.append("clean: without the pairs of --exclude-pairs (a model trained on them has seen them)")
     return render_table(title, columns, rows, "\n".join(caption))
 
 

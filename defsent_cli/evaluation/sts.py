@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import DefsentError
 from ..formats.results import number, results_header
 from .choices import AGGREGATION_HELP, AGGREGATIONS, BACKENDS
@@ -20,11 +22,16 @@ from .correlations import aggregate, correlations, cosine_pairs
 from .sts_data import STS_YEARS, STSTask, load_sts_tasks, task_sentences
 
 
-def score_task_native(task: STSTask, encoder) -> tuple[list[tuple[float, float, int]], dict[str, dict[str, float]]]:
-    """Encode a task's distinct sentences in one call; per-subset correlations and the three aggregations."""
+def score_task_native(
+    task: STSTask, encoder, known: dict[str, np.ndarray] | None = None
+) -> tuple[list[tuple[float, float, int]], dict[str, dict[str, float]]]:
+    """Encode a task's distinct sentences in one call (or look them up in ``known``, text -> vector);
+    per-subset correlations and the three aggregations."""
     texts = task_sentences(task)
-    distinct = len(set(texts))
-    vectors = encode_unique(encoder, texts, f"{task.name} ({distinct:,} sentences)")
+    if known is not None:
+        vectors = np.stack([known[text] for text in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+    else:
+        vectors = encode_unique(encoder, texts, f"{task.name} ({len(set(texts)):,} sentences)")
     parts, offset = [], 0
     for sub in task.subsets:
         n = len(sub)
@@ -56,6 +63,7 @@ def evaluate_sts(
     post=None,
     layout: str = "auto",
     backend: str = "native",
+    whole: Sequence[STSTask] | None = None,
     **settings,
 ) -> dict:
     """Evaluate an Encoder (or a loaded model with ``pooling`` and ``post``, or any ``texts -> vectors``
@@ -64,6 +72,9 @@ def evaluate_sts(
     ``result["tasks"][name]["spearman"]`` is the task's score under ``aggregation``;
     ``result["average"]["spearman"]`` is the mean over the tasks (None if one is missing). Pass
     already loaded :class:`STSTask` objects as ``tasks`` to evaluate several models on the same data.
+    ``whole``: the same tasks with every pair, when ``tasks`` had some left out (``eval-sts --exclude-pairs``):
+    they are scored too, from the same vectors (each sentence encoded once), under ``result["all_pairs"]``
+    (``tasks``: name -> spearman, pearson, n; ``average``).
     ``settings`` (batch_size, max_length, show_progress) apply to a loaded model.
     """
     check_options(aggregation, backend)
@@ -95,16 +106,35 @@ def evaluate_sts(
             "tasks": {},
         }
     )
+    twins = {task.name: task for task in whole or ()}
+    everything: dict[str, dict] = {}
     warnings: list[str] = []
-    for task in loaded_tasks:
-        warnings.extend(task.warnings())
+
+    def scored(task: STSTask, known: dict[str, np.ndarray] | None = None) -> tuple[list, dict, dict]:
         if backend == "mteb":
             from .mteb import score_task_mteb
 
             per, aggregates = score_task_mteb(task, encoder)
         else:
-            per, aggregates = score_task_native(task, encoder)
-        chosen = aggregates[aggregation] if len(task.subsets) > 1 else aggregates["all"]
+            per, aggregates = score_task_native(task, encoder, known)
+        return per, aggregates, aggregates[aggregation] if len(task.subsets) > 1 else aggregates["all"]
+
+    for task in loaded_tasks:
+        warnings.extend(task.warnings())
+        known = None
+        twin = twins.get(task.name)
+        if twin is not None:
+            if backend != "mteb":  # every sentence of the task once, for both scorings
+                texts = list(dict.fromkeys(task_sentences(twin)))
+                vectors = encode_unique(encoder, texts, f"{task.name} ({len(texts):,} sentences)")
+                known = dict(zip(texts, vectors, strict=True))
+            _, _, all_chosen = scored(twin, known)
+            everything[task.name] = {
+                "spearman": number(all_chosen["spearman"]),
+                "pearson": number(all_chosen["pearson"]),
+                "n": twin.n,
+            }
+        per, aggregates, chosen = scored(task, known)
         entry = {
             "spearman": number(chosen["spearman"]),
             "pearson": number(chosen["pearson"]),
@@ -133,6 +163,15 @@ def evaluate_sts(
         "pearson": number(mean_or_none([t["pearson"] for t in scores])),
         "tasks": len(result["tasks"]),
     }
+    if whole is not None:
+        result["all_pairs"] = {
+            "tasks": everything,
+            "average": {
+                "spearman": number(mean_or_none([t["spearman"] for t in everything.values()])),
+                "pearson": number(mean_or_none([t["pearson"] for t in everything.values()])),
+                "tasks": len(everything),
+            },
+        }
     result["warnings"] = warnings
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
