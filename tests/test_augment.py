@@ -98,4 +98,14 @@ def test_sample_label_filter_on_the_command_line(cli, tiny_bert, tmp_path):
     assert histogram_distance(gold_scores, kept_scores / 5, 10, (0, 1)) < 0.05
     unscored = cli("kde-filter", pairs, "--gold", gold, "-o", tmp_path / "k2.tsv")
     assert unscored.exit_code == 2 and "has no scores" in unscored.stderr
+    # silver scores where the gold has no mass: nothing is kept, and nothing is written (one line says why)
+    far = tmp_path / "far.tsv"
+    write(far, [f"f{i}\tu{i}\t{0.5 + 0.001 * i:.4f}" for i in range(50)])
+    write(gold, [f"g{i}\th{i}\t{4 + 0.02 * i:.4f}" for i in range(50)])
+    none = cli(
+        "kde-filter", far, "--gold", gold, "--method", "kde", "-o", tmp_path / "k3.tsv", "--plot", tmp_path / "p3.png"
+    )
+    assert none.exit_code == 2 and "kept none of the 50 silver pairs" in none.stderr
+    assert len(none.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "k3.tsv").exists() and not (tmp_path / "p3.png").exists()
     assert result.stdout == ""  # stderr only: stdout carries no data here

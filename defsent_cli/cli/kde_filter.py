@@ -64,6 +64,15 @@ def kde_filter_command(
             raise DefsentError("has no scores: kde-filter compares score distributions", path=name)
     scores, gold_scores = np.asarray(found.scores), np.asarray(target.scores)
     kept = (iterative_kde if opt.value(method) == "iterative" else kde_sample)(gold_scores, scores, seed)
+    if len(kept) == 0:  # an empty silver set is no output: say why instead of writing one
+        from ..errors import DefsentError
+
+        raise DefsentError(
+            f"kept none of the {len(scores):,} silver pairs: where their scores lie "
+            f"({scores.min():g} to {scores.max():g}) the gold density (scores {gold_scores.min():g} to "
+            f"{gold_scores.max():g}) is far below theirs; nothing written (try --method iterative, or more pairs)",
+            path=silver,
+        )
     with atomic_text(output) as fh:
         for i in kept:
             fh.write(f"{found.sent1[i]}\t{found.sent2[i]}\t{found.scores[i]:g}\n")
