@@ -98,7 +98,17 @@ def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
 
 @pytest.mark.parametrize(
     "script",
-    ["pst.sh", "grid.sh", "results.sh", "demo.sh", "baselines.sh", "more_evals.sh", "contrastive.sh", "augsbert.sh"],
+    [
+        "pst.sh",
+        "grid.sh",
+        "results.sh",
+        "demo.sh",
+        "baselines.sh",
+        "more_evals.sh",
+        "contrastive.sh",
+        "augsbert.sh",
+        "stsb_pairs.sh",
+    ],
 )
 def test_scripts_explain_themselves_with_help(script, tmp_path):
     result = run_script(script, "--help", cwd=tmp_path)
@@ -254,9 +264,55 @@ def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path):
         assert 0 < len(kept) <= len(silver) and len(train) == 10 + len(kept)
         student = json.loads((out / "student" / "defsent.json").read_text())
         assert student["kind"] == "pairs" and student["training_pairs"] == len(train)
-        clean = json.loads((out / "student-sts-clean.json").read_text())
+        clean = json.loads((out / "student-sts.json").read_text())
         assert clean["exclude_pairs"] == [str(out / "train.tsv")] and not (out / "gold-only").exists()
+        assert set(clean["all_pairs"]["tasks"]) == {"STS-B"} and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
         again = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
+        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path):
+    """examples/stsb_pairs.sh supervised: the bi-encoder and a teacher (CBE) on STS-B train, its scores of
+    STS-B test, one STS pass per student (clean + all pairs); pairs_tables.py reads them back."""
+    import json
+
+    from conftest import write
+
+    bench = mini / "senteval" / "downstream" / "STS" / "STSBenchmark"
+    # train shares "a man plays 1" / "a man is playing 1" with the test split: one pair to leave out
+    rows = [
+        f"main-captions\tMSRvid\t2012train\t{i:04d}\t{i * 0.5:.3f}\ta man plays {i}\ta man is playing {i}"
+        for i in (1, 5, 6, 7, 8, 9)
+    ]
+    write(bench / "sts-train.csv", rows)
+    old = dict(os.environ)
+    os.environ.update(SEEDS="7", EPOCHS="1", TEACHERS="cbe", MODEL=str(tiny_bert), STS_TASKS="STS-B,SICK-R")
+    try:
+        out = tmp_path / "out"
+        result = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        clean = json.loads((out / "supervised" / "bi-7-clean.json").read_text())
+        assert clean["tasks"]["STS-B"]["excluded"] == 1 and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
+        info = json.loads((out / "supervised" / "cbe-7" / "defsent.json").read_text())
+        assert (info["kind"], info["arch"], info["training_pairs"]) == ("teacher", "cbe", 6)
+        assert len((out / "supervised" / "cbe-7-test.tsv").read_text().splitlines()) == 5
+        assert not (out / "supervised" / "ce-7").exists()
+        tables = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "pairs_tables.py"), str(out), "--data", str(mini)],
+            capture_output=True,
+            text=True,
+        )
+        assert tables.returncode == 0, tables.stderr[-3000:]
+        lines = tables.stdout.splitlines()
+        assert any(line.startswith("| CBE | ") and line.endswith(" | 1 |") for line in lines), tables.stdout
+        student = next(line for line in lines if line.startswith("| bi-encoder, STS-B train |"))
+        # the STS-B test cell of the student row is its clean run's all-pairs figure
+        assert student.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
+        again = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
         assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
     finally:
         os.environ.clear()

@@ -1,0 +1,170 @@
+"""The tables of docs/results.md section 9 from an examples/stsb_pairs.sh run: every row mean +- sd over seeds.
+
+    python examples/pairs_tables.py OUT [--data DEFSENT_DATA]
+
+Reads, under OUT: base/base-{clean,dev}.json; supervised/bi-S (checkpoint) and its -clean / -dev JSON (and
+-sts, the all-pairs figures of a separate run, where there is one); supervised/{ce,cbe}-S-test.tsv (the teachers' scores of STS-B test); semi/seed-S/<row> likewise, and
+the silver files beside them (their sizes). Prints Markdown. A teacher's agreement with the bi-encoder is
+the Spearman between its scores and the bi-encoder's cosines on the STS-B test pairs, the bi-encoder of the
+same seed (encoded here with sentence-transformers). The tables select nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from defsent_cli.formats.pairs import read_pairs
+
+STS12_16 = ("STS12", "STS13", "STS14", "STS15", "STS16")
+
+
+def load(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def cell(values: list[float], digits: int = 2) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def student(out: Path, name: str) -> dict | None:
+    """A bi-encoder's figures: STS-B test, the STS Avg. and the STS12-16 mean on all pairs and on the pairs its
+    training file does not hold, the dev composite."""
+    clean, dev = load(out / f"{name}-clean.json"), load(out / f"{name}-dev.json")
+    if clean is None or dev is None:
+        return None
+    sts = load(out / f"{name}-sts.json") or clean["all_pairs"]  # a separate all-pairs run, or the same one's
+
+    def mean12_16(result: dict) -> float | None:
+        found = [result["tasks"][t]["spearman"] for t in STS12_16 if t in result["tasks"]]
+        return statistics.fmean(found) if found else None
+
+    return {
+        "STS-B test": sts["tasks"]["STS-B"]["spearman"],
+        "Avg. all": sts["average"]["spearman"],
+        "Avg. clean": clean["average"]["spearman"],
+        "STS12-16 all": mean12_16(sts),
+        "STS12-16 clean": mean12_16(clean),
+        "excluded": sum(task.get("excluded", 0) for task in clean["tasks"].values()),
+        "dev": (dev["tasks"]["STS-B"]["spearman"] + dev["tasks"]["SICK-R"]["spearman"]) / 2,
+    }
+
+
+def read_scores(path: Path) -> np.ndarray:
+    return np.asarray(read_pairs(path).scores, dtype=np.float64)
+
+
+def cosines(model: Path, sent1: list[str], sent2: list[str]) -> np.ndarray:
+    from sentence_transformers import SentenceTransformer
+
+    encoder = SentenceTransformer(str(model), device="cpu")
+    a = encoder.encode(sent1, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    b = encoder.encode(sent2, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    return (a * b).sum(axis=1).astype(np.float64)
+
+
+def rho(a: np.ndarray, b: np.ndarray) -> float:
+    return 100 * float(spearmanr(a, b).statistic)
+
+
+def supervised(out: Path, test: Path, seeds: list[str]) -> None:
+    gold = read_pairs(test)
+    rows: dict[str, dict[str, list[float]]] = {}
+    for seed in seeds:
+        bi = student(out, f"supervised/bi-{seed}")
+        if bi is None:
+            continue
+        rows.setdefault("bi-encoder", {}).setdefault("STS-B test", []).append(bi["STS-B test"])
+        bi_cos = cosines(out / f"supervised/bi-{seed}", gold.sent1, gold.sent2)
+        for arch, label in (("ce", "CE"), ("cbe", "CBE")):
+            path = out / f"supervised/{arch}-{seed}-test.tsv"
+            if not path.is_file():
+                continue
+            scores = read_scores(path)
+            row = rows.setdefault(label, {})
+            row.setdefault("STS-B test", []).append(rho(scores, gold.scores))
+            row.setdefault("agreement", []).append(rho(scores, bi_cos))
+    print("| model | STS-B test | Spearman with the bi-encoder's cosines | seeds |")
+    print("|---|---|---|---|")
+    for label, row in rows.items():
+        n = len(row["STS-B test"])
+        print(f"| {label} | {cell(row['STS-B test'])} | {cell(row.get('agreement', []))} | {n} |")
+    print()
+    students_table(
+        out,
+        {"base (all-MiniLM-L6-v2)": ["base/base"], "bi-encoder, STS-B train": [f"supervised/bi-{s}" for s in seeds]},
+    )
+
+
+def students_table(out: Path, groups: dict[str, list[str]], extra: dict[str, list[str]] | None = None) -> None:
+    keys = ("STS-B test", "Avg. all", "Avg. clean", "STS12-16 all", "STS12-16 clean", "dev")
+    print("| model | " + " | ".join(keys) + " | pairs left out | seeds |")
+    print("|" + "---|" * (len(keys) + 3))
+    for label, names in groups.items():
+        found = [row for row in (student(out, name) for name in names) if row is not None]
+        if not found:
+            continue
+        cells = [cell([row[key] for row in found if row[key] is not None]) for key in keys]
+        excluded = sorted({row["excluded"] for row in found})
+        left_out = str(excluded[0]) if len(excluded) == 1 else f"{excluded[0]}-{excluded[-1]}"
+        print(f"| {label} | " + " | ".join(cells) + f" | {left_out} | {len(found)} |")
+    print()
+
+
+def semi(out: Path, seeds: list[str]) -> None:
+    gold_size = sum(1 for _ in (out / f"semi/seed-{seeds[0]}/gold.tsv").open(encoding="utf-8"))
+    gold_row = f"gold only ({gold_size:,} pairs)"
+    groups = {"base (all-MiniLM-L6-v2)": ["base/base"], gold_row: []}
+    sizes: dict[str, list[int]] = {}
+    for seed in seeds:
+        folder = out / f"semi/seed-{seed}"
+        groups[gold_row].append(f"semi/seed-{seed}/gold-only")
+        for path in sorted(folder.glob("*-train.tsv")):
+            name = path.name.removesuffix("-train.tsv")  # ARCH-STRATEGY
+            arch, strategy = name.split("-", 1)
+            label = f"{arch.upper()} teacher, {strategy}"
+            groups.setdefault(label, []).append(f"semi/seed-{seed}/{name}")
+            silver = sum(1 for _ in path.open(encoding="utf-8")) - sum(
+                1 for _ in (folder / "gold.tsv").open(encoding="utf-8")
+            )
+            sizes.setdefault(label, []).append(silver)
+    students_table(out, groups)
+    print("| row | silver pairs added to the gold |")
+    print("|---|---|")
+    for label, counts in sizes.items():
+        print(f"| {label} | {cell([float(c) for c in counts], 0)} |")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--data", type=Path, default=Path(os.environ.get("DEFSENT_DATA", "../shared/data")))
+    args = parser.parse_args()
+    out = args.out
+    test = args.data / "senteval/downstream/STS/STSBenchmark/sts-test.csv"
+    seeds = sorted({p.name.split("-")[1] for p in (out / "supervised").glob("bi-*") if p.is_dir()})
+    if seeds:
+        print("## supervised (STS-B train, 5,749 pairs)\n")
+        supervised(out, test, seeds)
+    semi_seeds = sorted(p.name.split("-")[1] for p in (out / "semi").glob("seed-*"))
+    if semi_seeds:
+        print("## semi-supervised (gold: pairs drawn from STS-B train)\n")
+        semi(out, semi_seeds)
+    if not seeds and not semi_seeds:
+        sys.exit(f"pairs_tables.py: nothing under {out} (run examples/stsb_pairs.sh first)")
+
+
+if __name__ == "__main__":
+    main()

