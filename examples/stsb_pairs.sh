@@ -21,7 +21,7 @@
 # Wall times in OUT/times.tsv. The tables: python examples/pairs_tables.py OUT.
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=${HERE:-$(cd "$(dirname "$0")" && pwd)}
 OUT=$1 STAGE=${2:-supervised}
 SEEDS=${SEEDS:-"1 2 3"} EPOCHS=${EPOCHS:-3} K=${K:-1} GOLD_SIZE=${GOLD_SIZE:-1000}
 TEACHERS=${TEACHERS:-"ce cbe"} STRATEGIES=${STRATEGIES:-"random bm25 semantic kde iterative"}
@@ -31,13 +31,7 @@ STSB=$DEFSENT_DATA/senteval/downstream/STS/STSBenchmark
 TASKS=()
 [ -n "${STS_TASKS:-}" ] && TASKS=(--tasks "$STS_TASKS")
 mkdir -p "$OUT"
-timed() {
-  local name=$1 start; shift
-  start=$(date +%s)
-  echo "+ $*" >&2
-  "$@" || { local rc=$?; echo "stsb_pairs.sh: FAILED (exit $rc): $*" >&2; exit "$rc"; }
-  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$*" >> "$OUT/times.tsv"
-}
+source "$HERE/timed.sh"
 student() {  # name, training pairs, seed
   local name=$1 data=$2 seed=$3
   [ -d "$OUT/$name" ] || timed "$name train" defsent train-pairs "$data" -m "$MODEL" --epochs "$EPOCHS" \

