@@ -3,10 +3,12 @@
     python examples/pairs_tables.py OUT [--data DEFSENT_DATA]
 
 Reads, under OUT: base/base-{clean,dev}.json; supervised/bi-S (checkpoint) and its -clean / -dev JSON (and
--sts, the all-pairs figures of a separate run, where there is one); supervised/{ce,cbe}-S-test.tsv (the teachers' scores of STS-B test); semi/seed-S/<row> likewise, and
-the silver files beside them (their sizes). Prints Markdown. A teacher's agreement with the bi-encoder is
-the Spearman between its scores and the bi-encoder's cosines on the STS-B test pairs, the bi-encoder of the
-same seed (encoded here with sentence-transformers). The tables select nothing.
+-sts, the all-pairs figures of a separate run, where there is one); supervised/{ce,cbe}-S-test.tsv (the
+teachers' scores of STS-B test); semi/seed-S/<row> likewise, and the silver files beside them (their sizes).
+Prints Markdown. A teacher's agreement with the bi-encoder is the Spearman between its scores and the
+bi-encoder's cosines on the STS-B test pairs, the bi-encoder of the same seed (encoded here with
+sentence-transformers, once: the cosines are kept in supervised/bi-S-test.tsv, so the table can be made again
+from the results without the checkpoints). The tables select nothing.
 """
 
 from __future__ import annotations
@@ -86,7 +88,14 @@ def supervised(out: Path, test: Path, seeds: list[str]) -> None:
         if bi is None:
             continue
         rows.setdefault("bi-encoder", {}).setdefault("STS-B test", []).append(bi["STS-B test"])
-        bi_cos = cosines(out / f"supervised/bi-{seed}", gold.sent1, gold.sent2)
+        saved = out / f"supervised/bi-{seed}-test.tsv"  # the bi-encoder's cosines, kept beside its results
+        if not saved.is_file():
+            bi_scores = cosines(out / f"supervised/bi-{seed}", gold.sent1, gold.sent2)
+            saved.write_text(
+                "".join(f"{a}\t{b}\t{c:.6f}\n" for a, b, c in zip(gold.sent1, gold.sent2, bi_scores, strict=True)),
+                encoding="utf-8",
+            )
+        bi_cos = read_scores(saved)
         for arch, label in (("ce", "CE"), ("cbe", "CBE")):
             path = out / f"supervised/{arch}-{seed}-test.tsv"
             if not path.is_file():
@@ -117,7 +126,7 @@ def students_table(out: Path, groups: dict[str, list[str]], extra: dict[str, lis
             continue
         cells = [cell([row[key] for row in found if row[key] is not None]) for key in keys]
         excluded = sorted({row["excluded"] for row in found})
-        left_out = str(excluded[0]) if len(excluded) == 1 else f"{excluded[0]}-{excluded[-1]}"
+        left_out = f"{excluded[0]:,}" if len(excluded) == 1 else f"{excluded[0]:,}-{excluded[-1]:,}"
         print(f"| {label} | " + " | ".join(cells) + f" | {left_out} | {len(found)} |")
     print()
 
@@ -154,7 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out
     test = args.data / "senteval/downstream/STS/STSBenchmark/sts-test.csv"
-    seeds = sorted({p.name.split("-")[1] for p in (out / "supervised").glob("bi-*") if p.is_dir()})
+    seeds = sorted(p.name.split("-")[1] for p in (out / "supervised").glob("bi-*-clean.json"))
     if seeds:
         print("## supervised (STS-B train, 5,749 pairs)\n")
         supervised(out, test, seeds)
