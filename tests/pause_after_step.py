@@ -7,6 +7,7 @@ the run cannot finish first, however fast the machine: ``python tests/pause_afte
 """
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,10 @@ def train_step(self, index):
 
 
 trainer.Trainer.train_step = train_step
+# A shell without job control starts background jobs with SIGINT ignored, and Python keeps an inherited
+# "ignore": a suite launched that way (`... &` in a script or a CI runner) would wait out the deadline here.
+# The tests are about defsent's answer to Ctrl-C, so the run gets Python's own handler whatever launched it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if __name__ == "__main__":
     from defsent_cli.cli import run
