@@ -61,6 +61,10 @@ def test_bm25_finds_the_sentence_with_the_most_shared_words():
     pool = ["a dog runs in the park", "the dog runs fast", "my cat sleeps", "the cat sleeps all day", "stocks fell"]
     best = dict(bm25_pairs(pool, 1))
     assert (best[0], best[1], best[2], best[3]) == (1, 0, 3, 2)
+    # a repeated sentence may outrank a sentence's own row: still k pairs for every sentence, the last included
+    thrice = ["the cat sleeps"] * 3 + ["a dog runs", "a dog runs fast", "stocks fell today"]
+    pairs = bm25_pairs(thrice, 1)
+    assert sorted(i for i, _ in pairs) == [0, 1, 2, 3, 4, 5] and all(i != j for i, j in pairs)
 
 
 def test_semantic_pairs_are_the_nearest_by_cosine():

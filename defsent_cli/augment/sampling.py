@@ -44,7 +44,8 @@ def bm25_pairs(sentences: Sequence[str], k: int) -> list[tuple[int, int]]:
     found, _ = retriever.retrieve(
         bm25s.tokenize(list(sentences), show_progress=False), k=min(k + 1, len(sentences)), show_progress=False
     )
-    return [(i, int(j)) for i, row in enumerate(found) for j in row if j != i][: len(sentences) * k]
+    # k per sentence: its own row may lack it (a duplicate of it can rank first), so cut each row, not the list
+    return [pair for i, row in enumerate(found) for pair in [(i, int(j)) for j in row if j != i][:k]]
 
 
 def semantic_pairs(vectors: np.ndarray, k: int, chunk: int = 1024) -> list[tuple[int, int]]:
