@@ -11,6 +11,7 @@ import pytest
 import torch
 from conftest import CORPUS, write
 
+from defsent_cli.errors import DefsentError
 from defsent_cli.training.config import TrainConfig
 
 PAIRS = [(CORPUS[i], CORPUS[(i + 1) % 10], round(i * 0.5, 1)) for i in range(10)]
@@ -95,3 +96,12 @@ def test_train_pairs_refusals_are_one_line(cli, tiny_bert, pairs, tmp_path):
         result = cli("train-pairs", *args, "-m", tiny_bert, "-o", tmp_path / "o")
         assert result.exit_code == 2 and message in result.stderr, (args, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_eval_every_epoch_is_a_config_value_that_keeps_the_best_by_default():
+    assert TrainConfig(eval_every="epoch").validate().kept == "best"
+    assert TrainConfig(eval_every="epoch", keep="best").validate().kept == "best"
+    assert TrainConfig(eval_every=0).validate().kept == "last"
+    for wrong in ("weekly", -1, 2.5):
+        with pytest.raises(DefsentError, match="--eval-every must be 0"):
+            TrainConfig(eval_every=wrong).validate()

@@ -23,6 +23,7 @@ from ..training.config import (
     DEFAULT_SEED,
     DELETION,
     DICTIONARY_SPLITS,
+    EVAL_EACH_EPOCH,
     KEEP,
     TEMPERATURE,
     TRAIN_POOLINGS,
@@ -405,13 +406,11 @@ def loop_settings(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def pairs_config(**settings) -> TrainConfig:
-    """The TrainConfig of a run on scored pairs; ``eval_every`` None means after every epoch (set once the
-    number of pairs is known), for which --keep best is the default."""
-    eval_every = settings.pop("eval_every")
-    config = TrainConfig(pooler="none", eval_every=eval_every or 0, **settings)
-    if config.keep == "best" and eval_every is None:
-        config.keep = None  # best is already the default with the epoch evaluations
-    return config.validate()
+    """The TrainConfig of a run on scored pairs; ``eval_every`` None means after every epoch (the thesis's
+    protocol; --keep best is then the default, as with any --eval-every)."""
+    if settings["eval_every"] is None:
+        settings["eval_every"] = EVAL_EACH_EPOCH
+    return TrainConfig(pooler="none", **settings).validate()
 
 
 # ---------------------------------------------------------------- pooling and the training-free toolbox

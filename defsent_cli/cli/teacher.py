@@ -94,7 +94,6 @@ def teacher_command(
         show_progress=show_progress,
         data=data,
         max_score=max_score,
-        eval_each_epoch=eval_every is None,
         teacher={"arch": opt.value(arch), "special_tokens": special_tokens},
     )
     if distributed.is_main():

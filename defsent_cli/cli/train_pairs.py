@@ -83,7 +83,6 @@ def train_pairs_command(
         data=data,
         loss=opt.value(loss),
         max_score=max_score,
-        eval_each_epoch=eval_every is None,
     )
     if distributed.is_main():
         say(opt.trained_summary(output, info, f"{info['training_pairs']:,} pairs"))

@@ -14,6 +14,7 @@ from ..formats.dictionary import SPLITS
 TRAIN_POOLINGS = ("cls", "mean", "max")
 LOGITS = ("dot", "cosine")
 KEEP = ("best", "last")
+EVAL_EACH_EPOCH = "epoch"  # eval_every: after every epoch (the pair trainers' default, as Reiml 2023)
 #: --scale when none is given: DefSent+'s plain dot product has none (1); cosine logits need one
 #: (sentence-transformers' MultipleNegativesRankingLoss, which trained all-MiniLM-L6-v2, uses 20).
 DEFAULT_SCALE = {"dot": 1.0, "cosine": 20.0}
@@ -114,7 +115,7 @@ class TrainConfig:
     scale: float | None = None  # multiplies the logits (default DEFAULT_SCALE[logits])
     label_smoothing: float = 0.0
     head_warmup_steps: int = 0  # train only the head for this many steps first (LP-FT)
-    eval_every: int = 0  # score the model on eval_on every N steps (and at the end); 0: never
+    eval_every: int | str = 0  # score the model on eval_on every N steps (and at the end), or "epoch"; 0: never
     eval_on: str = "dev"  # a criterion of evaluation/criteria.py
     keep: str | None = None  # best | last (default: best with eval_every, else last)
     objective: str = "defsent-plus"  # defsent-plus | defsent
@@ -178,8 +179,8 @@ class TrainConfig:
             raise DefsentError("--head-warmup-steps must be 0 or more")
         if self.head_warmup_steps and self.pooler == "none":
             raise DefsentError("--head-warmup-steps trains the head first; --pooler none has no head")
-        if self.eval_every < 0:
-            raise DefsentError("--eval-every must be 0 (never) or more")
+        if self.eval_every != EVAL_EACH_EPOCH and not (isinstance(self.eval_every, int) and self.eval_every >= 0):
+            raise DefsentError(f"--eval-every must be 0 (never), a number of steps or {EVAL_EACH_EPOCH!r}")
         if self.keep not in (None, *KEEP):
             raise DefsentError(f"--keep must be best or last, not {self.keep!r}")
         if self.keep == "best" and not self.eval_every:

@@ -199,28 +199,22 @@ def pairs(
     data: Path | None = None,
     loss: str = "cosine",
     max_score: float = 5.0,
-    eval_each_epoch: bool = False,
     teacher: dict | None = None,
 ) -> dict:
     """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`PairsTrainer`), or with ``teacher``
     (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`TeacherTrainer`); writes the model.
-    ``eval_each_epoch``: score on ``config.eval_on`` after every epoch (the thesis's protocol) and keep the best."""
-    from dataclasses import replace
-
+    ``config.eval_every="epoch"``: scored on ``config.eval_on`` after every epoch (the thesis's protocol)."""
     from .pairs import PairsTrainer
     from .teachers import TeacherTrainer
 
-    evaluated = replace(config, eval_every=config.eval_every or int(eval_each_epoch))
-    if teacher and evaluated.eval_every and config.eval_on == "sts-avg":
+    if teacher and config.eval_every and config.eval_on == "sts-avg":
         raise DefsentError(
             "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
         )
     output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(evaluated, data)
+    criterion = _criterion(config, data)
     if teacher is not None:
         trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
     else:
         trainer = PairsTrainer(pairs_file, base_model, config, loss, max_score)
-    if eval_each_epoch and not config.eval_every:
-        trainer.config = replace(config, eval_every=trainer.schedule.per_epoch)
     return fit(_tracking(trainer, criterion), output, work_dir, resume, force, show_progress)

@@ -47,7 +47,7 @@ from ..evaluation.criteria import Criterion
 from ..formats.bank import check_bank_matches, open_bank
 from ..formats.checkpoint import CHECKPOINT_FORMAT
 from ..io import sha256_file
-from .config import TrainConfig
+from .config import EVAL_EACH_EPOCH, TrainConfig
 from .data import Schedule, training_data, word_training_data
 from .dev_eval import DevTracker
 from .loss import bank_cross_entropy
@@ -241,6 +241,12 @@ class Trainer:
         return torch.optim.AdamW(
             groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
         )
+
+    @property
+    def eval_interval(self) -> int:
+        """Steps between dev evaluations: ``eval_every``, or one epoch's steps for ``eval_every="epoch"``."""
+        every = self.config.eval_every
+        return self.schedule.per_epoch if every == EVAL_EACH_EPOCH else every
 
     def track_dev(self, criterion: Criterion) -> None:
         """Score the model on ``criterion`` every ``eval_every`` steps (rank 0) and keep the best if asked."""
@@ -450,7 +456,7 @@ class Trainer:
                 self.step += 1
                 progress.update(task, advance=len(index), lr=lr)
                 evaluating = self.dev is not None and (
-                    self.step % config.eval_every == 0 or self.step == self.total_steps
+                    self.step % self.eval_interval == 0 or self.step == self.total_steps
                 )
                 saving = bool(config.save_every) and self.step % config.save_every == 0 and self.step < self.total_steps
                 if self.step % config.log_every == 0 or self.step == self.total_steps:
