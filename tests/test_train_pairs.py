@@ -105,3 +105,13 @@ def test_eval_every_epoch_is_a_config_value_that_keeps_the_best_by_default():
     for wrong in ("weekly", -1, 2.5):
         with pytest.raises(DefsentError, match="--eval-every must be 0"):
             TrainConfig(eval_every=wrong).validate()
+
+
+def test_no_progress_silences_the_dev_evaluations_too(cli, tiny_bert, pairs, mini, tmp_path, monkeypatch):
+    monkeypatch.delenv("DEFSENT_NO_PROGRESS", raising=False)
+    args = ["train-pairs", pairs, "-m", tiny_bert, "-b", "4", "--epochs", "1", "--data", mini]
+    shown = cli(*args, "-o", tmp_path / "a", "--progress")
+    quiet = cli(*args, "-o", tmp_path / "b", "--no-progress")
+    assert shown.exit_code == quiet.exit_code == 0, (shown.stderr, quiet.stderr)
+    assert "STS-B (" in shown.stderr  # the epoch's dev evaluation encodes STS-B dev with a bar
+    assert "━" not in quiet.stderr and "STS-B (" not in quiet.stderr, quiet.stderr

@@ -41,15 +41,17 @@ def _work_dir(output: Path, resume: bool, force: bool) -> tuple[Path, Path]:
     return output, work_dir
 
 
-def _criterion(config: TrainConfig, data: Path | None, dictionary=None, bank=None) -> Criterion | None:
+def _criterion(
+    config: TrainConfig, data: Path | None, show_progress: bool | None, dictionary=None, bank=None
+) -> Criterion | None:
     """The dev criterion of ``--eval-every`` with its data loaded now, so that missing evaluation data fails
-    before the model loads (None without ``--eval-every``). dict-dev needs the run's dictionary: a run on
-    plain sentences or pairs has none."""
+    before the model loads (None without ``--eval-every``); its encoding shows progress as the run does.
+    dict-dev needs the run's dictionary: a run on plain sentences or pairs has none."""
     if not config.eval_every:
         return None
     if config.eval_on == "dict-dev" and dictionary is None:
         raise DefsentError("--eval-on dict-dev needs a dictionary and an entry bank; use dev or stsb-dev")
-    return Criterion(config.eval_on, data, dictionary, bank).prepare()
+    return Criterion(config.eval_on, data, dictionary, bank, show_progress=show_progress).prepare()
 
 
 def _tracking(trainer: Trainer, criterion: Criterion | None) -> Trainer:
@@ -79,7 +81,7 @@ def train(
     if config.objective == "defsent" and bank is not None:
         raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
     output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data, dictionary, bank)
+    criterion = _criterion(config, data, show_progress, dictionary, bank)
     return fit(
         _tracking(Trainer(dictionary, bank, base_model, config), criterion),
         output,
@@ -127,7 +129,7 @@ def contrastive(
     from .contrastive import ContrastiveTrainer
 
     output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data)
+    criterion = _criterion(config, data, show_progress)
     trainer = _tracking(ContrastiveTrainer(sentences, base_model, config, **settings), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
@@ -212,7 +214,7 @@ def pairs(
             "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
         )
     output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data)
+    criterion = _criterion(config, data, show_progress)
     if teacher is not None:
         trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
     else:
