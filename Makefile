@@ -23,7 +23,7 @@ install: $(STAMP)
 ## make test: the whole suite, the slow real-MiniLM / real-data tests included (what CI runs)
 test: $(STAMP)
 	$(BIN)/ruff check defsent_cli tests bench
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 ## make test-fast: tiny models only
 test-fast: $(STAMP)
