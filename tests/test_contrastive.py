@@ -132,7 +132,7 @@ def test_noise_matching_loss_and_which_pass_gets_the_gradient(side, nodrop, sent
 
     q = _cls(trainer, [trainer.data.token_ids[i] for i in index])
     k = _cls(trainer, [trainer.damaged[i] for i in index.tolist()])
-    assert float(loss) == pytest.approx(_hand_info_nce(q.detach().numpy(), k.detach().numpy(), 20.0), rel=1e-5)
+    assert float(loss.detach()) == pytest.approx(_hand_info_nce(q.detach().numpy(), k.detach().numpy(), 20.0), rel=1e-5)
     if side == "original":
         q = q.detach()
     elif side == "damaged":
