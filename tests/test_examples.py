@@ -317,3 +317,53 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path):
     finally:
         os.environ.clear()
         os.environ.update(old)
+
+
+def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_path):
+    """tuned_tables.py (the table of docs/results.md section 8): a row's clustering accuracy / NMI and transfer
+    average are the mean ± sd over its seeds of each run's average; the base row shows its own; columns appear
+    only when some row has those results."""
+    import json
+
+    def results(name, spearman, cluster=None, transfer=None):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        task = {"spearman": spearman}
+        sts = {"tasks": {t: task for t in ("STS12", "STS-B", "SICK-R")}, "average": task}
+        (path.parent / f"{path.name}-sts.json").write_text(json.dumps(sts))
+        (path.parent / f"{path.name}-dev.json").write_text(json.dumps(sts))
+        if cluster is not None:
+            average = {"acc": cluster[0], "nmi": cluster[1]}
+            (path.parent / f"{path.name}-cluster.json").write_text(json.dumps({"average": average}))
+        if transfer is not None:
+            (path.parent / f"{path.name}-senteval.json").write_text(json.dumps({"average": {"acc": transfer}}))
+
+    def table(order):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "tuned_tables.py"), str(tmp_path), "--order", order],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        rows = {
+            line.split(" | ")[0].lstrip("| "): [c.strip() for c in line.strip("|").split("|")] for line in lines[2:]
+        }
+        return header, rows
+
+    results("base/base", 70.0)
+    results("wiki/simcse/seed-1", 71.0)
+    header, _ = table("wiki/simcse")
+    assert "cluster acc" not in header and "transfer" not in header
+    results("base/base", 70.0, cluster=(60.0, 50.0), transfer=80.0)
+    results("wiki/simcse/seed-1", 71.0, cluster=(61.0, 51.0), transfer=81.0)
+    results("wiki/simcse/seed-2", 72.0, cluster=(64.0, 52.0), transfer=83.0)
+    header, rows = table("wiki/simcse")
+    col = {name: header.index(name) for name in ("seeds", "Avg.", "cluster acc", "cluster NMI", "transfer")}
+    simcse = rows["wiki/simcse"]
+    # hand-computed: acc 61, 64 -> 62.50 ± 2.12 (sample sd); NMI 51, 52 -> 51.50 ± 0.71; transfer 81, 83 -> 82.00 ± 1.41
+    assert simcse[col["seeds"]] == "2" and simcse[col["Avg."]] == "71.50 ± 0.71"
+    assert (simcse[col["cluster acc"]], simcse[col["cluster NMI"]]) == ("62.50 ± 2.12", "51.50 ± 0.71")
+    assert simcse[col["transfer"]] == "82.00 ± 1.41"
+    assert (rows["base"][col["cluster acc"]], rows["base"][col["transfer"]]) == ("60.00", "80.00")
