@@ -121,13 +121,15 @@ def main() -> None:
     digits = {"MRR": 3, "word MRR@10": 3, "word top-1": 3, "word top-10": 3}
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))
-    base = scores(out, "base/base")
-    if base:
-        print(
-            "| base | - | "
-            + " | ".join(cell([base[c]], digits.get(c, 2)) if c in base else "-" for c in columns)
-            + " | - |"
-        )
+    # the base, and the base under CLS pooling when a CLS method was run (examples/contrastive.sh simcse-cls)
+    for name, label in (("base", "base"), ("base-cls", "base, CLS pooling")):
+        base = scores(out, f"base/{name}")
+        if base:
+            print(
+                f"| {label} | - | "
+                + " | ".join(cell([base[c]], digits.get(c, 2)) if c in base else "-" for c in columns)
+                + " | - |"
+            )
     for variant in args.order.split(","):
         labels = (("tsdae", "TSDAE alone"), ("seed", variant), ("wise", f"{variant} + WiSE-FT"))
         for prefix, label in labels:

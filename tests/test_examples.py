@@ -367,6 +367,11 @@ def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_pa
     assert (simcse[col["cluster acc"]], simcse[col["cluster NMI"]]) == ("62.50 ± 2.12", "51.50 ± 0.71")
     assert simcse[col["transfer"]] == "82.00 ± 1.41"
     assert (rows["base"][col["cluster acc"]], rows["base"][col["transfer"]]) == ("60.00", "80.00")
+    assert "base, CLS pooling" not in rows
+    results("base/base-cls", 65.0, cluster=(55.0, 45.0))
+    _, rows = table("wiki/simcse")
+    cls = rows["base, CLS pooling"]
+    assert (cls[col["Avg."]], cls[col["cluster acc"]], cls[col["transfer"]]) == ("65.00", "55.00", "-")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
