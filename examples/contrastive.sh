@@ -58,8 +58,6 @@ import sys
 from defsent_cli.evaluation.geometry import wikitext_sentences
 sys.stdout.write(''.join(s + '\n' for s in wikitext_sentences(sys.argv[1])))" \
   "$DEFSENT_DATA/wikitext-2/wiki.test.raw" > "$OUT/wiki.txt"
-[[ " ${SOURCES[*]} " != *" words "* || -f "$DICT" ]] || timed build-dict defsent build-dict --wordnet "$DEFSENT_DATA/wordnet" --split 0.9,0.05,0.05 \
-  -o "$DICT" --no-progress
 evaluate base/base "$MODEL"
 [[ " $METHODS " == *-cls\ * ]] && evaluate base/base-cls "$MODEL" cls
 
@@ -75,7 +73,10 @@ for seed in $SEEDS; do
   for source in "${SOURCES[@]}"; do
     case $source in
       wiki) input=("$OUT/wiki.txt") ;;
-      words) input=("$DICT" --limit "$LIMIT") ;;
+      words)  # the dictionary is built once, and only when this source is asked for
+        [ -f "$DICT" ] || timed build-dict defsent build-dict --wordnet "$DEFSENT_DATA/wordnet" --split 0.9,0.05,0.05 \
+          -o "$DICT" --no-progress
+        input=("$DICT" --limit "$LIMIT") ;;
       *) echo "contrastive.sh: unknown source $source (wiki, words)" >&2; exit 2 ;;
     esac
     for method in $METHODS; do

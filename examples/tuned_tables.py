@@ -116,8 +116,7 @@ def main() -> None:
     if args.words:
         columns += ["word MRR@10", "word top-1", "word top-10"]
     # the clustering and transfer columns, when any model has those results (examples/contrastive.sh EVALS)
-    found = {name.rsplit("-", 1)[-1] for name in (p.name[: -len(".json")] for p in out.rglob("*.json"))}
-    columns += [c for kind, cs in MORE.items() if kind in found for c in cs]
+    columns += [c for kind, cs in MORE.items() if next(out.rglob(f"*-{kind}.json"), None) for c in cs]
     digits = {"MRR": 3, "word MRR@10": 3, "word top-1": 3, "word top-10": 3}
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))

@@ -375,31 +375,26 @@ def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_pa
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_contrastive_cls_method_with_clustering_on_a_tiny_model(tiny_bert, more, tmp_path):
+def test_contrastive_cls_method_with_clustering_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
     """examples/contrastive.sh: a CLS method (SimCSE through its training-only MLP) on WikiText-2's sentences,
     evaluated with CLS pooling, as is the base beside its mean-pooled row; EVALS adds clustering; a rerun skips
     finished work."""
     import json
 
     env = {"SEEDS": "1", "METHODS": "simcse-cls", "EVALS": "dev cluster", "CLUSTER": "agnews,tweet", "BATCH": "4"}
-    env["MODEL"] = str(tiny_bert)
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        out = tmp_path / "out"
-        result = run_script("contrastive.sh", out, "wiki", data=more, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        info = json.loads((out / "wiki" / "simcse-cls" / "seed-1" / "defsent.json").read_text())
-        assert (info["pooling"], info["mlp"], info["objective"]) == ("cls", True, "simcse")
-        for name, pooling in (("base/base", "mean"), ("base/base-cls", "cls"), ("wiki/simcse-cls/seed-1", "cls")):
-            for kind in ("dev", "cluster"):
-                results = json.loads((out / f"{name}-{kind}.json").read_text())
-                assert results["pooling"] == pooling, (name, kind, results["pooling"])
-            assert not (out / f"{name}-sts.json").exists()  # not in EVALS
-        sentences = (out / "wiki.txt").read_text().splitlines()  # headings and "Ok ." (too short) left out
-        assert sentences[0] == "The dog runs fast ." and sentences[-1] == "Is this a question ?" and len(sentences) == 5
-        again = run_script("contrastive.sh", out, "wiki", data=more, cwd=tmp_path)
-        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    for name, value in {**env, "MODEL": str(tiny_bert)}.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "out"
+    result = run_script("contrastive.sh", out, "wiki", data=more, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    info = json.loads((out / "wiki" / "simcse-cls" / "seed-1" / "defsent.json").read_text())
+    assert (info["pooling"], info["mlp"], info["objective"]) == ("cls", True, "simcse")
+    for name, pooling in (("base/base", "mean"), ("base/base-cls", "cls"), ("wiki/simcse-cls/seed-1", "cls")):
+        for kind in ("dev", "cluster"):
+            results = json.loads((out / f"{name}-{kind}.json").read_text())
+            assert results["pooling"] == pooling, (name, kind, results["pooling"])
+        assert not (out / f"{name}-sts.json").exists()  # not in EVALS
+    sentences = (out / "wiki.txt").read_text().splitlines()  # headings and "Ok ." (too short) left out
+    assert sentences[0] == "The dog runs fast ." and sentences[-1] == "Is this a question ?" and len(sentences) == 5
+    again = run_script("contrastive.sh", out, "wiki", data=more, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
