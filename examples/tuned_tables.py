@@ -63,6 +63,14 @@ def cell(values: list[float], digits: int) -> str:
     return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def partial_cell(values: list[float], seeds: int, digits: int) -> str:
+    """A row's cell; when only some of its seeds have this evaluation (SentEval run on the dev-best seed
+    alone, say), the cell says how many it averages."""
+    if 0 < len(values) < seeds:
+        return f"{cell(values, digits)} ({len(values)} of {seeds} seeds)"
+    return cell(values, digits)
+
+
 def info_of(folder: Path) -> dict:
     """A model's defsent.json: in its checkpoint folder (a run), or beside its results as NAME-defsent.json
     (the copy in docs/results/tuned, which keeps no weights)."""
@@ -137,7 +145,7 @@ def main() -> None:
                 continue
             infos = [info_of(f) for f in folders]
             extra = [f"{i.get('alpha', '')}" if prefix == "wise" else str(i.get("kept_step", "last")) for i in infos]
-            cells = [cell([r[c] for r in rows if c in r], digits.get(c, 2)) for c in columns]
+            cells = [partial_cell([r[c] for r in rows if c in r], len(rows), digits.get(c, 2)) for c in columns]
             print(f"| {label} | {len(rows)} | " + " | ".join(cells) + f" | {', '.join(extra)} |")
         soup = scores(out, f"{variant}/soup")
         if soup:

@@ -119,7 +119,7 @@ def test_scripts_explain_themselves_with_help(script, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path):
+def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path, monkeypatch):
     """examples/tuned.sh: seeds of a variant, their WiSE-FT merges and a greedy soup, each evaluated."""
     import json
 
@@ -138,13 +138,9 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path):
     out = tmp_path / "tuned"
     env = {"MODEL": str(tiny_bert), "DICT": str(dictionary), "BANK": str(bank), "SEEDS": "1 2", "LIMIT": "16"}
     env |= {"EVAL_EVERY": "1", "SOUPS": "cosine", "STS_TASKS": "STS12,STS-B,SICK-R", "LR": "1e-3"}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        result = run_script("tuned.sh", out, "cosine", data=mini, cwd=tmp_path)
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = run_script("tuned.sh", out, "cosine", data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     for name in ("base/base", "cosine/seed-1", "cosine/seed-2", "cosine/wise-1", "cosine/wise-2", "cosine/soup"):
         for kind in ("sts", "dev", "dict"):
@@ -199,7 +195,7 @@ def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path):
+def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
     """examples/more_evals.sh: clustering, the added transfer tasks and the geometry for toolbox rows and for
     two checkpoints (mean ± sd), JSON per run, wall times, a table; a rerun skips finished runs."""
     import json
@@ -210,34 +206,30 @@ def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path):
     out = tmp_path / "out"
     env = {"ROWS": "mean t4-idf-whiten", "TASKS": "SICK-E,STS-B-5", "CONFIG": "prototyping", "RUNS": "2", "LIMIT": "5"}
     env["CLUSTER"] = "agnews,tweet"
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        args = [out, tiny_bert, tmp_path / "ckpt-1", tmp_path / "ckpt-2"]
-        result = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        times = (out / "times.tsv").read_text().splitlines()
-        assert [tuple(line.split("\t")[:2]) for line in times] == [
-            (e, r) for r in ("mean", "t4-idf-whiten", "checkpoint") for e in ("cluster", "senteval", "inspect")
-        ]
-        assert "--pooling prompt-avg --template T4 --weighting idf --post whiten" in times[3]
-        cluster = json.loads((out / "cluster" / "mean.json").read_text())
-        assert cluster["seeds"] == [0, 1] and cluster["tasks"]["agnews"]["n"] == 5
-        both = json.loads((out / "senteval" / "checkpoint.json").read_text())
-        assert both["n_runs"] == 2 and "STS-B-5" in both["summary"]["tasks"]
-        geometry = json.loads((out / "inspect" / "checkpoint.json").read_text())
-        assert len(geometry["sentences"]) == 2 and geometry["sentences"][0]["n"] == 5
-        table = (out / "table.md").read_text()
-        assert "### cluster" in table and "| checkpoint |" in table and "isoscore" in table and "±" in table
-        again = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
-        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = [out, tiny_bert, tmp_path / "ckpt-1", tmp_path / "ckpt-2"]
+    result = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    times = (out / "times.tsv").read_text().splitlines()
+    assert [tuple(line.split("\t")[:2]) for line in times] == [
+        (e, r) for r in ("mean", "t4-idf-whiten", "checkpoint") for e in ("cluster", "senteval", "inspect")
+    ]
+    assert "--pooling prompt-avg --template T4 --weighting idf --post whiten" in times[3]
+    cluster = json.loads((out / "cluster" / "mean.json").read_text())
+    assert cluster["seeds"] == [0, 1] and cluster["tasks"]["agnews"]["n"] == 5
+    both = json.loads((out / "senteval" / "checkpoint.json").read_text())
+    assert both["n_runs"] == 2 and "STS-B-5" in both["summary"]["tasks"]
+    geometry = json.loads((out / "inspect" / "checkpoint.json").read_text())
+    assert len(geometry["sentences"]) == 2 and geometry["sentences"][0]["n"] == 5
+    table = (out / "table.md").read_text()
+    assert "### cluster" in table and "| checkpoint |" in table and "isoscore" in table and "±" in table
+    again = run_script("more_evals.sh", *args, data=more, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path):
+def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/augsbert.sh: teacher, sampled pairs, labels, KDE filter, student on gold + silver and on gold
     alone, STS on all pairs and with the training pairs left out; a rerun skips every stage."""
     import json
@@ -250,32 +242,28 @@ def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path):
     pool.write_text("".join(f"{line} again\n" for line in CORPUS))
     env = {"ARCH": "cbe", "STRATEGY": "random,bm25", "K": "2", "METHOD": "kde", "MODEL": str(tiny_bert)}
     env.update(STS_TASKS="STS-B", TRAIN_ARGS="--epochs 1 --eval-every 0", GOLD_ONLY="0")
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        out = tmp_path / "out"
-        result = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        teacher = json.loads((out / "teacher" / "defsent.json").read_text())
-        assert teacher["kind"] == "teacher" and teacher["arch"] == "cbe"
-        silver = (out / "silver.tsv").read_text().splitlines()
-        kept = (out / "kept.tsv").read_text().splitlines()
-        train = (out / "train.tsv").read_text().splitlines()
-        assert 0 < len(kept) <= len(silver) and len(train) == 10 + len(kept)
-        student = json.loads((out / "student" / "defsent.json").read_text())
-        assert student["kind"] == "pairs" and student["training_pairs"] == len(train)
-        clean = json.loads((out / "student-sts.json").read_text())
-        assert clean["exclude_pairs"] == [str(out / "train.tsv")] and not (out / "gold-only").exists()
-        assert set(clean["all_pairs"]["tasks"]) == {"STS-B"} and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
-        again = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
-        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "out"
+    result = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    teacher = json.loads((out / "teacher" / "defsent.json").read_text())
+    assert teacher["kind"] == "teacher" and teacher["arch"] == "cbe"
+    silver = (out / "silver.tsv").read_text().splitlines()
+    kept = (out / "kept.tsv").read_text().splitlines()
+    train = (out / "train.tsv").read_text().splitlines()
+    assert 0 < len(kept) <= len(silver) and len(train) == 10 + len(kept)
+    student = json.loads((out / "student" / "defsent.json").read_text())
+    assert student["kind"] == "pairs" and student["training_pairs"] == len(train)
+    clean = json.loads((out / "student-sts.json").read_text())
+    assert clean["exclude_pairs"] == [str(out / "train.tsv")] and not (out / "gold-only").exists()
+    assert set(clean["all_pairs"]["tasks"]) == {"STS-B"} and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
+    again = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path):
+def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/stsb_pairs.sh supervised: the bi-encoder and a teacher (CBE) on STS-B train, its scores of
     STS-B test, one STS pass per student (clean + all pairs); pairs_tables.py reads them back."""
     import json
@@ -289,34 +277,33 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path):
         for i in (1, 5, 6, 7, 8, 9)
     ]
     write(bench / "sts-train.csv", rows)
-    old = dict(os.environ)
-    os.environ.update(SEEDS="7", EPOCHS="1", TEACHERS="cbe", MODEL=str(tiny_bert), STS_TASKS="STS-B,SICK-R")
-    try:
-        out = tmp_path / "out"
-        result = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        clean = json.loads((out / "supervised" / "bi-7-clean.json").read_text())
-        assert clean["tasks"]["STS-B"]["excluded"] == 1 and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
-        info = json.loads((out / "supervised" / "cbe-7" / "defsent.json").read_text())
-        assert (info["kind"], info["arch"], info["training_pairs"]) == ("teacher", "cbe", 6)
-        assert len((out / "supervised" / "cbe-7-test.tsv").read_text().splitlines()) == 5
-        assert not (out / "supervised" / "ce-7").exists()
-        tables = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "pairs_tables.py"), str(out), "--data", str(mini)],
-            capture_output=True,
-            text=True,
-        )
-        assert tables.returncode == 0, tables.stderr[-3000:]
-        lines = tables.stdout.splitlines()
-        assert any(line.startswith("| CBE | ") and line.endswith(" | 1 |") for line in lines), tables.stdout
-        student = next(line for line in lines if line.startswith("| bi-encoder, STS-B train |"))
-        # the STS-B test cell of the student row is its clean run's all-pairs figure
-        assert student.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
-        again = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
-        assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    monkeypatch.setenv("SEEDS", "7")
+    monkeypatch.setenv("EPOCHS", "1")
+    monkeypatch.setenv("TEACHERS", "cbe")
+    monkeypatch.setenv("MODEL", str(tiny_bert))
+    monkeypatch.setenv("STS_TASKS", "STS-B,SICK-R")
+    out = tmp_path / "out"
+    result = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    clean = json.loads((out / "supervised" / "bi-7-clean.json").read_text())
+    assert clean["tasks"]["STS-B"]["excluded"] == 1 and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
+    info = json.loads((out / "supervised" / "cbe-7" / "defsent.json").read_text())
+    assert (info["kind"], info["arch"], info["training_pairs"]) == ("teacher", "cbe", 6)
+    assert len((out / "supervised" / "cbe-7-test.tsv").read_text().splitlines()) == 5
+    assert not (out / "supervised" / "ce-7").exists()
+    tables = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "pairs_tables.py"), str(out), "--data", str(mini)],
+        capture_output=True,
+        text=True,
+    )
+    assert tables.returncode == 0, tables.stderr[-3000:]
+    lines = tables.stdout.splitlines()
+    assert any(line.startswith("| CBE | ") and line.endswith(" | 1 |") for line in lines), tables.stdout
+    student = next(line for line in lines if line.startswith("| bi-encoder, STS-B train |"))
+    # the STS-B test cell of the student row is its clean run's all-pairs figure
+    assert student.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
+    again = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
 
 
 def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_path):
@@ -368,6 +355,10 @@ def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_pa
     assert simcse[col["transfer"]] == "82.00 ± 1.41"
     assert (rows["base"][col["cluster acc"]], rows["base"][col["transfer"]]) == ("60.00", "80.00")
     assert "base, CLS pooling" not in rows
+    results("wiki/nm/seed-1", 70.5)
+    results("wiki/nm/seed-2", 70.7, transfer=79.0)  # SentEval on one seed only: the cell says so
+    _, rows = table("wiki/simcse,wiki/nm")
+    assert rows["wiki/nm"][col["transfer"]] == "79.00 (1 of 2 seeds)" and rows["wiki/nm"][col["cluster acc"]] == "-"
     results("base/base-cls", 65.0, cluster=(55.0, 45.0))
     _, rows = table("wiki/simcse")
     cls = rows["base, CLS pooling"]

@@ -106,15 +106,18 @@ class LinearFit:
 
 
 def linear_init(dim: int, nclasses: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.manual_seed(seed); nn.Linear(dim, nclasses)`` as SentEval builds it, without touching global RNG."""
+    """``torch.manual_seed(seed); nn.Linear(dim, nclasses)`` as SentEval builds it, without touching global RNG:
+    the weight in nn.Linear's own (nclasses, dim) layout, and the bias."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         layer = torch.nn.Linear(dim, nclasses)
-    return layer.weight.detach().t().contiguous(), layer.bias.detach().clone()
+    return layer.weight.detach().clone(), layer.bias.detach().clone()
 
 
 class _Group:
-    """Parameters and optimiser state of several fits, stacked on a leading job axis."""
+    """Parameters and optimiser state of several fits, stacked on a leading job axis; weights (jobs, C, d) as
+    nn.Linear stores them (a layout the batched products of a step run several times faster in than (d, C):
+    their inner dimension is d, not the 2-6 classes)."""
 
     def __init__(self, W: torch.Tensor, b: torch.Tensor, optim: str):
         if optim not in ("adam", "rmsprop"):
@@ -193,8 +196,10 @@ def _train_pass(
         rows = index_t[:, s]
         valid = rows >= 0
         safe = rows.clamp(min=0)
-        Xb, Yb = X[safe], Y[safe]
-        probs = torch.softmax(torch.baddbmm(group.b.unsqueeze(1), Xb, group.W), dim=-1)
+        flat = safe.reshape(-1)  # index_select: ~3x faster than advanced indexing for this gather
+        Xb = X.index_select(0, flat).view(jobs, batch_size, -1)
+        Yb = Y.index_select(0, flat).view(jobs, batch_size, -1)
+        probs = torch.softmax(torch.baddbmm(group.b.unsqueeze(1), Xb, group.W.transpose(1, 2)), dim=-1)
         if loss == "mse":  # d/dz of mean((softmax(z) - t)^2) over the classes, through the softmax
             g = 2.0 / nclasses * (probs - Yb)
             grad = probs * (g - (g * probs).sum(dim=-1, keepdim=True))
@@ -209,7 +214,7 @@ def _train_pass(
             update = counts > 0
             if bool(update.all()):
                 update = None
-        group.step(torch.bmm(Xb.transpose(1, 2), grad), grad.sum(dim=1), wd, update)
+        group.step(torch.bmm(grad.transpose(1, 2), Xb), grad.sum(dim=1), wd, update)
 
 
 DevScore = Callable[[np.ndarray, np.ndarray], float]
@@ -222,7 +227,7 @@ def _dev_accuracy(
     rows = np.unique(np.concatenate(devs)) if devs else np.zeros(0, dtype=np.int64)
     if len(rows) == 0:
         return np.zeros(len(devs))
-    logits = torch.matmul(X[torch.from_numpy(rows)].unsqueeze(0), group.W) + group.b.unsqueeze(1)
+    logits = torch.matmul(X[torch.from_numpy(rows)].unsqueeze(0), group.W.transpose(1, 2)) + group.b.unsqueeze(1)
     if dev_score is None:
         correct = (logits.argmax(dim=-1) == y[torch.from_numpy(rows)].unsqueeze(0)).numpy()
     else:
@@ -345,6 +350,6 @@ def _fit_group(
     if on_done and (~stopped).any():
         on_done(int((~stopped).sum()))
     return [
-        LinearFit(best_W[j].numpy().copy(), best_b[j].numpy().copy(), float(best_acc[j]), int(epochs[j]))
+        LinearFit(best_W[j].t().numpy().copy(), best_b[j].numpy().copy(), float(best_acc[j]), int(epochs[j]))
         for j in range(count)
     ]
