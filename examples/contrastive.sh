@@ -8,7 +8,7 @@
 #        LR=3e-5, BATCH=64, EVAL_EVERY=0, MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>,
 #        DICT (reuse a full-WordNet dictionary split 90/5/5, as section 1's), EVALS="sts dev" (add "cluster"
 #        for eval-cluster's six sets (or CLUSTER="agnews,tweet", ...), 10 k-means runs, and "senteval" for
-#        SentEval's seven transfer tasks, default config: about 4 and 15-20 minutes a model on 2 CPU cores)
+#        SentEval's seven transfer tasks, default config: about 4 and 10 minutes a model on 2 CPU cores)
 #
 # Sources: "wiki" = the 9,292 sentences of WikiText-2's test file (the only split in ../shared/data; split
 # as `defsent inspect` splits it), "words" = LIMIT seeded train-split definitions of the WordNet dictionary.
