@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from bench.common import data_root, minilm_path  # noqa: E402
-from defsent_cli.evaluation.linear_probe import L2_GRID, Job, fit_linear, get_config  # noqa: E402
-from defsent_cli.evaluation.senteval import _stratified, inner_kfold  # noqa: E402
+from defsent_cli.evaluation.linear_probe import fit_linear, get_config  # noqa: E402
+from defsent_cli.evaluation.senteval import inner_kfold, inner_kfold_jobs  # noqa: E402
 from defsent_cli.evaluation.senteval_data import load_transfer_task  # noqa: E402
 
 
@@ -68,10 +68,7 @@ def main() -> None:
     X, y = features(args.task, args.model or minilm_path(), args.features)
     config = get_config(args.config)
     seed = 1111
-    # the protocol's first fits, in SentEval's order: outer fold 1, the L2 grid, the inner folds
-    outer_train = _stratified(config.kfold, seed, X, y)[0][0]
-    inner = _stratified(config.kfold, seed, X[outer_train], y[outer_train])
-    jobs = [Job(outer_train[tr], reg, dev=outer_train[te]) for reg in L2_GRID for tr, te in inner][: args.peer_fits]
+    jobs = inner_kfold_jobs(X, y, config, seed)[1][: args.peer_fits]  # the protocol's first fits, SentEval's order
 
     torch.set_num_threads(1)
     start = time.perf_counter()

@@ -67,6 +67,20 @@ def _stratified(n_splits: int, seed: int, X: np.ndarray, y: np.ndarray) -> list[
     return list(StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed).split(X, y))
 
 
+def inner_kfold_jobs(
+    X: np.ndarray, y: np.ndarray, config: ClassifierConfig, seed: int = 1111, grid: Sequence[float] = L2_GRID
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[Job]]:
+    """The outer folds of SentEval's ``InnerKFoldClassifier`` and its grid fits in SentEval's order: per outer
+    fold, per L2 value, per inner fold (train on the inner training part, dev on the inner test part)."""
+    outer = _stratified(config.kfold, seed, X, y)
+    jobs = []
+    for train, _ in outer:
+        inner = _stratified(config.kfold, seed, X[train], y[train])
+        for reg in grid:
+            jobs.extend(Job(train[inner_train], reg, dev=train[inner_test]) for inner_train, inner_test in inner)
+    return outer, jobs
+
+
 def inner_kfold(
     X: np.ndarray,
     y: np.ndarray,
@@ -77,12 +91,7 @@ def inner_kfold(
     on_done: Callable[[int], None] | None = None,
 ) -> dict:
     """SentEval ``InnerKFoldClassifier`` (MR, CR, SUBJ, MPQA): dev and test accuracy x100."""
-    outer = _stratified(config.kfold, seed, X, y)
-    jobs = []
-    for train, _ in outer:
-        inner = _stratified(config.kfold, seed, X[train], y[train])
-        for reg in grid:
-            jobs.extend(Job(train[inner_train], reg, dev=train[inner_test]) for inner_train, inner_test in inner)
+    outer, jobs = inner_kfold_jobs(X, y, config, seed, grid)
     fits = fit_linear(X, y, jobs, nclasses, config, seed, on_done=on_done)
     inner_acc = np.asarray([f.dev_accuracy for f in fits]).reshape(len(outer), len(grid), config.kfold)
     scores = np.round(100 * inner_acc.mean(axis=2), 2)  # SentEval: round(100 * np.mean(regscores), 2)
