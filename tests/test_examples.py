@@ -119,7 +119,7 @@ def test_scripts_explain_themselves_with_help(script, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
-def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path, monkeypatch):
+def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch):
     """examples/tuned.sh: seeds of a variant, their WiSE-FT merges and a greedy soup, each evaluated."""
     import json
 
@@ -138,9 +138,10 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path, monkeypatch)
     out = tmp_path / "tuned"
     env = {"MODEL": str(tiny_bert), "DICT": str(dictionary), "BANK": str(bank), "SEEDS": "1 2", "LIMIT": "16"}
     env |= {"EVAL_EVERY": "1", "SOUPS": "cosine", "STS_TASKS": "STS12,STS-B,SICK-R", "LR": "1e-3"}
+    env |= {"CLUSTER_MODELS": "base cosine/seed-2", "CLUSTER": "agnews"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    result = run_script("tuned.sh", out, "cosine", data=mini, cwd=tmp_path)
+    result = run_script("tuned.sh", out, "cosine", data=more, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     for name in ("base/base", "cosine/seed-1", "cosine/seed-2", "cosine/wise-1", "cosine/wise-2", "cosine/soup"):
         for kind in ("sts", "dev", "dict"):
@@ -153,6 +154,10 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, mini, tmp_path, monkeypatch)
     assert soup["method"] == "greedy" and len(soup["greedy"]) == 2
     stages = (out / "times.tsv").read_text()
     assert "cosine train seed 2" in stages and "cosine soup" in stages
+    for name in ("base", "cosine/seed-2"):  # CLUSTER_MODELS: eval-cluster on the named models only
+        clustered = json.loads((out / f"{name}-cluster.json").read_text())
+        assert list(clustered["tasks"]) == ["agnews"] and 0 < clustered["tasks"]["agnews"]["acc"] <= 100
+    assert not (out / "cosine" / "seed-1-cluster.json").exists()
 
     # --choose: the group (seeds or their merges) with the best mean dev composite, then its best seed
     def dev(name):
