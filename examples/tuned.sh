@@ -122,16 +122,17 @@ for variant in $SOUPS; do
   evaluate "$variant/soup" "$OUT/$variant/soup"
 done
 
+# model_of NAME: the folder a name in SENTEVAL or CLUSTER_MODELS stands for ("base" is the base model)
+model_of() {
+  if [ "$1" = base ]; then echo "$MODEL"; else echo "$OUT/$1"; fi
+}
 for name in $SENTEVAL; do
-  model=$OUT/$name
-  [ "$name" = base ] && model=$MODEL
-  [ -f "$OUT/$name-senteval.json" ] || timed "$name eval-senteval" defsent eval-senteval -m "$model" \
+  [ -f "$OUT/$name-senteval.json" ] || timed "$name eval-senteval" defsent eval-senteval -m "$(model_of "$name")" \
     --pooling mean -o "$OUT/$name-senteval.json"
 done
 for name in $CLUSTER_MODELS; do
-  model=$OUT/$name
-  [ "$name" = base ] && model=$MODEL
   [ -f "$OUT/$name-cluster.json" ] || timed "$name eval-cluster" defsent eval-cluster --data "$DEFSENT_DATA" \
-    --runs 10 ${CLUSTER:+--tasks "$CLUSTER"} -m "$model" --pooling mean -o "$OUT/$name-cluster.json" --no-progress
+    --runs 10 ${CLUSTER:+--tasks "$CLUSTER"} -m "$(model_of "$name")" --pooling mean -o "$OUT/$name-cluster.json" \
+    --no-progress
 done
 echo "tuned.sh: done; tables: python examples/tuned_tables.py $OUT" >&2

@@ -157,6 +157,7 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch)
     for name in ("base", "cosine/seed-2"):  # CLUSTER_MODELS: eval-cluster on the named models only
         clustered = json.loads((out / f"{name}-cluster.json").read_text())
         assert list(clustered["tasks"]) == ["agnews"] and 0 < clustered["tasks"]["agnews"]["acc"] <= 100
+        assert clustered["model"] == str(tiny_bert if name == "base" else out / name)  # "base" is MODEL
     assert not (out / "cosine" / "seed-1-cluster.json").exists()
 
     # --choose: the group (seeds or their merges) with the best mean dev composite, then its best seed
