@@ -4,7 +4,7 @@
 # labelled by it, the silver pairs matched to the gold score distribution, a bi-encoder on gold + silver,
 # STS with the training pairs left out.
 #
-#   examples/augsbert.sh OUT GOLD POOL           (a rerun skips finished stages)
+#   examples/augsbert.sh OUT GOLD POOL           (a rerun skips finished stages and resumes a killed training)
 #   env: ARCH=cbe (or ce), STRATEGY=random,semantic, K=3, METHOD=iterative (or kde, or none), SEED=1,
 #        MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>, STS_TASKS (a comma list for eval-sts),
 #        TRAIN_ARGS (more options for teacher and train-pairs, e.g. "--epochs 1"), GOLD_ONLY=1 (0: no reference)
@@ -29,7 +29,7 @@ mkdir -p "$OUT"
 run() { echo "+ $*" >&2; "$@"; }
 
 [ -d "$OUT/teacher" ] || run defsent teacher "$GOLD" -m "$MODEL" --arch "$ARCH" --seed "$SEED" "${EXTRA[@]}" \
-  -o "$OUT/teacher"
+  -o "$OUT/teacher" --resume
 [ -f "$OUT/pairs.tsv" ] || run defsent sample-pairs "$POOL" --strategy "$STRATEGY" -k "$K" -m "$MODEL" \
   --seed "$SEED" -o "$OUT/pairs.tsv"
 [ -f "$OUT/silver.tsv" ] || run defsent label "$OUT/pairs.tsv" -m "$OUT/teacher" -o "$OUT/silver.tsv"
@@ -50,7 +50,8 @@ with open(sys.argv[3], 'w') as out:
 for name in "${NAMES[@]}"; do
   data=$OUT/train.tsv
   [ "$name" = gold-only ] && data=$GOLD
-  [ -d "$OUT/$name" ] || run defsent train-pairs "$data" -m "$MODEL" --seed "$SEED" "${EXTRA[@]}" -o "$OUT/$name"
+  [ -d "$OUT/$name" ] || run defsent train-pairs "$data" -m "$MODEL" --seed "$SEED" "${EXTRA[@]}" -o "$OUT/$name" \
+    --resume
   # one pass: the clean figures (the training pairs left out), and under all_pairs those on every pair
   [ -f "$OUT/$name-sts.json" ] || run defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
     --exclude-pairs "$OUT/train.tsv" -o "$OUT/$name-sts.json"

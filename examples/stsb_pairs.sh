@@ -18,6 +18,7 @@
 # Every bi-encoder gets OUT/<name>-clean.json (STS test, 'all', on the pairs its training file does not hold,
 # and on every pair under all_pairs) and -dev.json (STS-B dev, SICK-R trial); every teacher
 # OUT/<name>-test.tsv (its scores of STS-B test).
+# A killed training run resumes from its last saved state (--resume) when the stage is run again.
 # Wall times in OUT/times.tsv. The tables: python examples/pairs_tables.py OUT.
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
@@ -35,7 +36,7 @@ source "$HERE/timed.sh"
 student() {  # name, training pairs, seed
   local name=$1 data=$2 seed=$3
   [ -d "$OUT/$name" ] || timed "$name train" defsent train-pairs "$data" -m "$MODEL" --epochs "$EPOCHS" \
-    --seed "$seed" -o "$OUT/$name" --no-progress
+    --seed "$seed" -o "$OUT/$name" --resume --no-progress
   [ -f "$OUT/$name-clean.json" ] || timed "$name eval" defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
     --exclude-pairs "$data" -o "$OUT/$name-clean.json" --no-progress
   [ -f "$OUT/$name-dev.json" ] || timed "$name eval dev" defsent eval-sts -m "$OUT/$name" --split dev \
@@ -44,7 +45,7 @@ student() {  # name, training pairs, seed
 teacher() {  # name, arch, gold pairs, seed
   local name=$1 arch=$2 gold=$3 seed=$4
   [ -d "$OUT/$name" ] || timed "$name train" defsent teacher "$gold" -m "$MODEL" --arch "$arch" \
-    --epochs "$EPOCHS" --seed "$seed" -o "$OUT/$name" --no-progress
+    --epochs "$EPOCHS" --seed "$seed" -o "$OUT/$name" --resume --no-progress
   [ -f "$OUT/$name-test.tsv" ] || timed "$name label test" defsent label "$STSB/sts-test.csv" -m "$OUT/$name" \
     -o "$OUT/$name-test.tsv" --no-progress
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,16 @@ def run_script(script: str, *args, data: Path | None = None, cwd: Path) -> subpr
     return subprocess.run(
         ["bash", str(ROOT / "examples" / script), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
     )
+
+
+def kill_in_step_2(*args, data: Path) -> None:
+    """Run ``defsent ARGS --save-every 1`` and SIGKILL it in its second step (tests/kill_after_step.py), as a
+    session that ends mid-run does: OUTPUT.partial/ is left with the state saved after step 1."""
+    env = dict(os.environ, DEFSENT_DATA=str(data), DEFSENT_NO_PROGRESS="1", KILL_AFTER_STEP="2")
+    killer = [sys.executable, str(ROOT / "tests" / "kill_after_step.py")]
+    killed = subprocess.run([*killer, *map(str, args), "--save-every", "1"], env=env)
+    output = Path(args[args.index("-o") + 1])
+    assert killed.returncode == -9 and (output.with_name(output.name + ".partial") / "state.safetensors").is_file()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
@@ -267,6 +278,15 @@ def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
     again = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
 
+    # a teacher killed after a saved state (a session that ended mid-run): the rerun resumes it
+    shutil.rmtree(out / "teacher")
+    teacher = ["teacher", gold, "-m", tiny_bert, "--arch", "cbe", "--seed", "1", "--epochs", "2", "--eval-every", "0"]
+    kill_in_step_2(*teacher, "-o", out / "teacher", data=mini)
+    monkeypatch.setenv("TRAIN_ARGS", "--epochs 2 --eval-every 0")
+    resumed = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from step 1 of 2" in resumed.stderr and (out / "teacher" / "defsent.json").is_file()
+
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, monkeypatch):
@@ -310,6 +330,19 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, m
     assert student.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
     again = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
+
+    # a student killed after a saved state (a session that ended mid-run): the rerun resumes it
+    student = out / "supervised" / "bi-7"
+    shutil.rmtree(student)
+    for suffix in ("clean", "dev"):
+        (out / "supervised" / f"bi-7-{suffix}.json").unlink()
+    student_args = ["train-pairs", bench / "sts-train.csv", "-m", tiny_bert, "--epochs", "2", "--seed", "7"]
+    kill_in_step_2(*student_args, "-o", student, data=mini)
+    monkeypatch.setenv("EPOCHS", "2")
+    resumed = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from step 1 of 2" in resumed.stderr and (out / "supervised" / "bi-7-clean.json").is_file()
+    assert not (out / "supervised" / "bi-7.partial").exists() and "+ defsent teacher" not in resumed.stderr
 
 
 def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_path):
