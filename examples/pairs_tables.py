@@ -4,7 +4,9 @@
 
 Reads, under OUT: base/base-{clean,dev}.json; supervised/bi-S (checkpoint) and its -clean / -dev JSON (and
 -sts, the all-pairs figures of a separate run, where there is one); supervised/{ce,cbe}-S-test.tsv (the
-teachers' scores of STS-B test); semi/seed-S/<row> likewise, and the silver files beside them (their sizes).
+teachers' scores of STS-B test); semi/seed-S/<row> likewise (a row's size from its checkpoint's defsent.json
+or the copy <row>-defsent.json kept beside its results) and semi/seed-S/{ce,cbe}-test.tsv (the gold teachers'
+scores of STS-B test).
 Prints Markdown. A teacher's agreement with the bi-encoder is the Spearman between its scores and the
 bi-encoder's cosines on the STS-B test pairs, the bi-encoder of the same seed (encoded here with
 sentence-transformers, once: the cosines are kept in supervised/bi-S-test.tsv, so the table can be made again
@@ -131,27 +133,50 @@ def students_table(out: Path, groups: dict[str, list[str]], extra: dict[str, lis
     print()
 
 
-def semi(out: Path, seeds: list[str]) -> None:
-    gold_size = sum(1 for _ in (out / f"semi/seed-{seeds[0]}/gold.tsv").open(encoding="utf-8"))
-    gold_row = f"gold only ({gold_size:,} pairs)"
+def training_pairs(out: Path, name: str) -> int | None:
+    """How many pairs a student trained on: its checkpoint's defsent.json, or the copy kept beside its results."""
+    for path in (out / name / "defsent.json", out / f"{name}-defsent.json"):
+        info = load(path)
+        if info is not None:
+            return int(info["training_pairs"])
+    return None
+
+
+def semi(out: Path, test: Path, seeds: list[str]) -> None:
+    gold = read_pairs(test)
+    sizes = [training_pairs(out, f"semi/seed-{seed}/gold-only") for seed in seeds]
+    gold_size = next((n for n in sizes if n is not None), None)
+    gold_row = "gold only" + (f" ({gold_size:,} pairs)" if gold_size else "")
     groups = {"base (all-MiniLM-L6-v2)": ["base/base"], gold_row: []}
-    sizes: dict[str, list[int]] = {}
-    for seed in seeds:
+    silver: dict[str, list[int]] = {}
+    teachers: dict[str, list[float]] = {}
+    for seed, gold_n in zip(seeds, sizes, strict=True):
         folder = out / f"semi/seed-{seed}"
         groups[gold_row].append(f"semi/seed-{seed}/gold-only")
-        for path in sorted(folder.glob("*-train.tsv")):
-            name = path.name.removesuffix("-train.tsv")  # ARCH-STRATEGY
+        for path in sorted(folder.glob("*-clean.json")):
+            name = path.name.removesuffix("-clean.json")  # ARCH-STRATEGY
+            if name == "gold-only":
+                continue
             arch, strategy = name.split("-", 1)
             label = f"{arch.upper()} teacher, {strategy}"
             groups.setdefault(label, []).append(f"semi/seed-{seed}/{name}")
-            silver = sum(1 for _ in path.open(encoding="utf-8")) - sum(
-                1 for _ in (folder / "gold.tsv").open(encoding="utf-8")
-            )
-            sizes.setdefault(label, []).append(silver)
+            n = training_pairs(out, f"semi/seed-{seed}/{name}")
+            if n is not None and gold_n is not None:
+                silver.setdefault(label, []).append(n - gold_n)
+        for arch in ("ce", "cbe"):
+            path = folder / f"{arch}-test.tsv"
+            if path.is_file():
+                teachers.setdefault(arch.upper(), []).append(rho(read_scores(path), gold.scores))
+    if teachers:
+        print("| teacher trained on the gold | STS-B test | seeds |")
+        print("|---|---|---|")
+        for label, values in teachers.items():
+            print(f"| {label} | {cell(values)} | {len(values)} |")
+        print()
     students_table(out, groups)
     print("| row | silver pairs added to the gold |")
     print("|---|---|")
-    for label, counts in sizes.items():
+    for label, counts in silver.items():
         print(f"| {label} | {cell([float(c) for c in counts], 0)} |")
     print()
 
@@ -170,7 +195,7 @@ def main() -> None:
     semi_seeds = sorted(p.name.split("-")[1] for p in (out / "semi").glob("seed-*"))
     if semi_seeds:
         print("## semi-supervised (gold: pairs drawn from STS-B train)\n")
-        semi(out, semi_seeds)
+        semi(out, test, semi_seeds)
     if not seeds and not semi_seeds:
         sys.exit(f"pairs_tables.py: nothing under {out} (run examples/stsb_pairs.sh first)")
 

@@ -17,8 +17,11 @@
 # union random,bm25,semantic (the thesis: KDE samples "from a mix of positive and negative examples").
 # Every bi-encoder gets OUT/<name>-clean.json (STS test, 'all', on the pairs its training file does not hold,
 # and on every pair under all_pairs) and -dev.json (STS-B dev, SICK-R trial); every teacher
-# OUT/<name>-test.tsv (its scores of STS-B test).
-# A killed training run resumes from its last saved state (--resume) when the stage is run again.
+# OUT/<name>-test.tsv (its scores of STS-B test). OUT/<name>-defsent.json is a student's checkpoint card, kept
+# beside its results: OUT's JSON files, the teachers' -test.tsv and times.tsv are the whole record.
+# A killed training run resumes from its last saved state (--resume) when the stage is run again. A student
+# whose -clean and -dev JSON are there is done (its checkpoint may be gone: results carried to another
+# machine); a teacher is trained only while something still needs its scores.
 # Wall times in OUT/times.tsv. The tables: python examples/pairs_tables.py OUT.
 set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
@@ -33,21 +36,39 @@ TASKS=()
 [ -n "${STS_TASKS:-}" ] && TASKS=(--tasks "$STS_TASKS")
 mkdir -p "$OUT"
 source "$HERE/timed.sh"
+done_student() { [ -f "$OUT/$1-clean.json" ] && [ -f "$OUT/$1-dev.json" ]; }
 student() {  # name, training pairs, seed
   local name=$1 data=$2 seed=$3
+  done_student "$name" && return 0
   [ -d "$OUT/$name" ] || timed "$name train" defsent train-pairs "$data" -m "$MODEL" --epochs "$EPOCHS" \
     --seed "$seed" -o "$OUT/$name" --resume --no-progress
   [ -f "$OUT/$name-clean.json" ] || timed "$name eval" defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
     --exclude-pairs "$data" -o "$OUT/$name-clean.json" --no-progress
   [ -f "$OUT/$name-dev.json" ] || timed "$name eval dev" defsent eval-sts -m "$OUT/$name" --split dev \
     --tasks STS-B,SICK-R -o "$OUT/$name-dev.json" --no-progress
+  cp "$OUT/$name/defsent.json" "$OUT/$name-defsent.json"  # its settings and size, kept with its results
 }
-teacher() {  # name, arch, gold pairs, seed
+teacher() {  # name, arch, gold pairs, seed: trained when first needed
   local name=$1 arch=$2 gold=$3 seed=$4
   [ -d "$OUT/$name" ] || timed "$name train" defsent teacher "$gold" -m "$MODEL" --arch "$arch" \
     --epochs "$EPOCHS" --seed "$seed" -o "$OUT/$name" --resume --no-progress
-  [ -f "$OUT/$name-test.tsv" ] || timed "$name label test" defsent label "$STSB/sts-test.csv" -m "$OUT/$name" \
-    -o "$OUT/$name-test.tsv" --no-progress
+}
+teacher_test() {  # name, arch, gold pairs, seed: the teacher's scores of STS-B test
+  [ -f "$OUT/$1-test.tsv" ] && return 0
+  teacher "$@"
+  timed "$1 label test" defsent label "$STSB/sts-test.csv" -m "$OUT/$1" -o "$OUT/$1-test.tsv" --no-progress
+}
+sampled() {  # semi folder, seed, source: OUT/<folder>/<source>.tsv, pairs of STS-B train's sentences, drawn
+  local dir=$1 seed=$2 source=$3 strategy  # when first needed; union = random + bm25 + semantic
+  [ -f "$OUT/$dir/$source.tsv" ] && return 0
+  if [ "$source" = union ]; then
+    for strategy in random bm25 semantic; do sampled "$dir" "$seed" "$strategy"; done
+    sort -u "$OUT/$dir/random.tsv" "$OUT/$dir/bm25.tsv" "$OUT/$dir/semantic.tsv" > "$OUT/$dir/union.tsv.tmp"
+    mv "$OUT/$dir/union.tsv.tmp" "$OUT/$dir/union.tsv"
+  else
+    timed "$dir $source sample" defsent sample-pairs "$STSB/sts-train.csv" --strategy "$source" -k "$K" \
+      -m "$MODEL" --seed "$seed" -o "$OUT/$dir/$source.tsv" --no-progress
+  fi
 }
 
 [ -d "$OUT/base" ] || mkdir -p "$OUT/base"
@@ -61,34 +82,36 @@ case $STAGE in
     for seed in $SEEDS; do
       mkdir -p "$OUT/supervised"
       student "supervised/bi-$seed" "$STSB/sts-train.csv" "$seed"
-      for arch in $TEACHERS; do teacher "supervised/$arch-$seed" "$arch" "$STSB/sts-train.csv" "$seed"; done
+      for arch in $TEACHERS; do teacher_test "supervised/$arch-$seed" "$arch" "$STSB/sts-train.csv" "$seed"; done
     done ;;
   semi)
     for seed in $SEEDS; do
       dir=semi/seed-$seed
       mkdir -p "$OUT/$dir"
       # the gold: GOLD_SIZE pairs of STS-B train, drawn with this seed; as TSV on the 0-5 scale
-      [ -f "$OUT/$dir/gold.tsv" ] || python -c "
+      if [ ! -f "$OUT/$dir/gold.tsv" ]; then
+        python -c "
 import random, sys
 from defsent_cli.formats.pairs import read_pairs
 p = read_pairs(sys.argv[1])
 rows = random.Random(int(sys.argv[3])).sample(range(len(p.scores)), int(sys.argv[2]))
 sys.stdout.writelines(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in sorted(rows))" \
-        "$STSB/sts-train.csv" "$GOLD_SIZE" "$seed" > "$OUT/$dir/gold.tsv.tmp" && mv "$OUT/$dir/gold.tsv.tmp" "$OUT/$dir/gold.tsv"
+          "$STSB/sts-train.csv" "$GOLD_SIZE" "$seed" > "$OUT/$dir/gold.tsv.tmp"
+        mv "$OUT/$dir/gold.tsv.tmp" "$OUT/$dir/gold.tsv"
+      fi
       student "$dir/gold-only" "$OUT/$dir/gold.tsv" "$seed"
-      for strategy in random bm25 semantic; do
-        [ -f "$OUT/$dir/$strategy.tsv" ] || timed "$dir $strategy sample" defsent sample-pairs "$STSB/sts-train.csv" \
-          --strategy "$strategy" -k "$K" -m "$MODEL" --seed "$seed" -o "$OUT/$dir/$strategy.tsv" --no-progress
-      done
-      [ -f "$OUT/$dir/union.tsv" ] || sort -u "$OUT/$dir/random.tsv" "$OUT/$dir/bm25.tsv" "$OUT/$dir/semantic.tsv" \
-        > "$OUT/$dir/union.tsv"
       for arch in $TEACHERS; do
-        teacher "$dir/$arch" "$arch" "$OUT/$dir/gold.tsv" "$seed"
+        teacher_test "$dir/$arch" "$arch" "$OUT/$dir/gold.tsv" "$seed"
         for strategy in $STRATEGIES; do
+          done_student "$dir/$arch-$strategy" && continue
           case $strategy in kde|iterative) source=union ;; *) source=$strategy ;; esac
           silver=$OUT/$dir/$arch-$source-silver.tsv
-          [ -f "$silver" ] || timed "$dir $arch label $source" defsent label "$OUT/$dir/$source.tsv" \
-            -m "$OUT/$dir/$arch" -o "$silver" --no-progress
+          if [ ! -f "$silver" ]; then
+            sampled "$dir" "$seed" "$source"
+            teacher "$dir/$arch" "$arch" "$OUT/$dir/gold.tsv" "$seed"
+            timed "$dir $arch label $source" defsent label "$OUT/$dir/$source.tsv" -m "$OUT/$dir/$arch" \
+              -o "$silver" --no-progress
+          fi
           kept=$silver
           if [ "$source" = union ]; then
             kept=$OUT/$dir/$arch-$strategy-kept.tsv
@@ -97,7 +120,7 @@ sys.stdout.writelines(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in 
               --plot "$OUT/$dir/$arch-$strategy.png"
           fi
           train=$OUT/$dir/$arch-$strategy-train.tsv
-          [ -f "$train" ] || cat "$OUT/$dir/gold.tsv" "$kept" > "$train"
+          [ -f "$train" ] || { cat "$OUT/$dir/gold.tsv" "$kept" > "$train.tmp" && mv "$train.tmp" "$train"; }
           student "$dir/$arch-$strategy" "$train" "$seed"
         done
       done

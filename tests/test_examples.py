@@ -345,6 +345,94 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, m
     assert not (out / "supervised" / "bi-7.partial").exists() and "+ defsent teacher" not in resumed.stderr
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, mini, tmp_path, monkeypatch):
+    """examples/stsb_pairs.sh semi: a seeded gold sample of STS-B train, a teacher on it, silver pairs labelled
+    and KDE-filtered, students on gold + silver; its JSON and teacher TSV files alone (no checkpoints, no
+    silver) are a finished record: a rerun from them does nothing and makes the same tables, and a new
+    strategy trains the teacher again and draws only the pairs it needs."""
+    import json
+
+    from conftest import CORPUS, write
+    from scipy.stats import spearmanr
+
+    from defsent_cli.formats.pairs import read_pairs
+
+    bench = mini / "senteval" / "downstream" / "STS" / "STSBenchmark"
+    rows = [
+        f"main-captions\tMSRvid\t2012train\t{i:04d}\t{i % 6:.3f}\t{CORPUS[i % 10]}\t{CORPUS[(i + 3) % 10]} {i}"
+        for i in range(12)
+    ]
+    write(bench / "sts-train.csv", rows)
+    env = {"SEEDS": "7", "EPOCHS": "1", "TEACHERS": "cbe", "STRATEGIES": "semantic kde", "GOLD_SIZE": "6"}
+    for name, value in {**env, "MODEL": str(tiny_bert), "STS_TASKS": "STS-B,SICK-R"}.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "out"
+    result = run_script("stsb_pairs.sh", out, "semi", data=mini, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seed = out / "semi" / "seed-7"
+    train = read_pairs(bench / "sts-train.csv")
+    train_rows = {f"{a}\t{b}\t{c:g}" for a, b, c in zip(train.sent1, train.sent2, train.scores, strict=True)}
+    gold = (seed / "gold.tsv").read_text().splitlines()
+    assert len(gold) == 6 and set(gold) <= train_rows
+
+    def triples(path: Path) -> list[tuple[str, str, float]]:
+        found = read_pairs(path)
+        return list(zip(found.sent1, found.sent2, found.scores, strict=True))
+
+    kept = (seed / "cbe-kde-kept.tsv").read_text().splitlines()
+    assert kept and set(triples(seed / "cbe-kde-kept.tsv")) <= set(triples(seed / "cbe-union-silver.tsv"))
+    assert (seed / "cbe-kde.png").is_file()
+    assert (seed / "cbe-kde-train.tsv").read_text().splitlines() == gold + kept
+    card = json.loads((seed / "cbe-kde-defsent.json").read_text())
+    assert card == json.loads((seed / "cbe-kde" / "defsent.json").read_text())
+    assert card["training_pairs"] == 6 + len(kept)
+    semantic = (seed / "cbe-semantic-silver.tsv").read_text().splitlines()
+    assert json.loads((seed / "cbe-semantic-defsent.json").read_text())["training_pairs"] == 6 + len(semantic)
+
+    def tables(folder: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "pairs_tables.py"), str(folder), "--data", str(mini)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    made = tables(out)
+    lines = made.splitlines()
+    test = read_pairs(bench / "sts-test.csv")
+    teacher = 100 * spearmanr(read_pairs(seed / "cbe-test.tsv").scores, test.scores).statistic
+    assert f"| CBE | {teacher:.2f} | 1 |" in lines, made
+    assert any(line.startswith("| gold only (6 pairs) | ") for line in lines), made
+    assert f"| CBE teacher, kde | {len(kept)} |" in lines and f"| CBE teacher, semantic | {len(semantic)} |" in lines
+    assert any(line.startswith("| CBE teacher, semantic | ") and line.endswith(" | 1 |") for line in lines)
+
+    # the record alone, as carried to another machine: JSON, the teacher's scores, the times
+    carried = tmp_path / "carried"
+    checkpoints = {path.parent for path in out.rglob("defsent.json")}
+    for path in out.rglob("*"):
+        record = path.suffix == ".json" or path.name.endswith("-test.tsv") or path.name == "times.tsv"
+        if record and not checkpoints.intersection(path.parents):
+            target = carried / path.relative_to(out)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+    assert (
+        not (carried / "semi" / "seed-7" / "cbe").exists() and not (carried / "semi" / "seed-7" / "gold.tsv").exists()
+    )
+    again = run_script("stsb_pairs.sh", carried, "semi", data=mini, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr, again.stderr[-3000:]
+    assert tables(carried) == made
+
+    monkeypatch.setenv("STRATEGIES", "random")
+    more = run_script("stsb_pairs.sh", carried, "semi", data=mini, cwd=tmp_path)
+    assert more.returncode == 0, more.stderr[-3000:]
+    commands = [line for line in more.stderr.splitlines() if line.startswith("+ defsent ")]
+    expected = ["sample-pairs", "teacher", "label", "train-pairs", "eval-sts", "eval-sts"]
+    assert [c.split()[2] for c in commands] == expected, more.stderr[-3000:]
+    assert "--strategy random" in commands[0] and "cbe-random" in commands[3]
+
+
 def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_path):
     """tuned_tables.py (the table of docs/results.md section 8): a row's clustering accuracy / NMI and transfer
     average are the mean ± sd over its seeds of each run's average; the base row shows its own; columns appear
