@@ -35,11 +35,13 @@ def load(path: Path) -> dict | None:
 
 
 def cell(values: list[float], digits: int = 2) -> str:
+    """mean ± sd (one value: itself); whole numbers (digits 0) with thousands separators."""
     if not values:
         return "-"
+    form = f",.{digits}f" if digits == 0 else f".{digits}f"
     if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+        return format(values[0], form)
+    return f"{format(statistics.fmean(values), form)} ± {format(statistics.stdev(values), form)}"
 
 
 def student(out: Path, name: str) -> dict | None:
@@ -142,6 +144,16 @@ def training_pairs(out: Path, name: str) -> int | None:
     return None
 
 
+ARCHS, STRATEGIES = ("ce", "cbe"), ("random", "bm25", "semantic", "kde", "iterative")
+
+
+def row_order(name: str) -> tuple:
+    """CE before CBE, the strategies in the order of the thesis's tables, anything else after."""
+    arch, strategy = name.split("-", 1)
+    rank = {value: i for i, value in enumerate(STRATEGIES)}
+    return (ARCHS.index(arch) if arch in ARCHS else len(ARCHS), rank.get(strategy, len(rank)), name)
+
+
 def semi(out: Path, test: Path, seeds: list[str]) -> None:
     gold = read_pairs(test)
     sizes = [training_pairs(out, f"semi/seed-{seed}/gold-only") for seed in seeds]
@@ -153,17 +165,15 @@ def semi(out: Path, test: Path, seeds: list[str]) -> None:
     for seed, gold_n in zip(seeds, sizes, strict=True):
         folder = out / f"semi/seed-{seed}"
         groups[gold_row].append(f"semi/seed-{seed}/gold-only")
-        for path in sorted(folder.glob("*-clean.json")):
-            name = path.name.removesuffix("-clean.json")  # ARCH-STRATEGY
-            if name == "gold-only":
-                continue
+        names = [path.name.removesuffix("-clean.json") for path in folder.glob("*-clean.json")]  # ARCH-STRATEGY
+        for name in sorted((n for n in names if n != "gold-only"), key=row_order):
             arch, strategy = name.split("-", 1)
             label = f"{arch.upper()} teacher, {strategy}"
             groups.setdefault(label, []).append(f"semi/seed-{seed}/{name}")
             n = training_pairs(out, f"semi/seed-{seed}/{name}")
             if n is not None and gold_n is not None:
                 silver.setdefault(label, []).append(n - gold_n)
-        for arch in ("ce", "cbe"):
+        for arch in ARCHS:
             path = folder / f"{arch}-test.tsv"
             if path.is_file():
                 teachers.setdefault(arch.upper(), []).append(rho(read_scores(path), gold.scores))

@@ -405,7 +405,12 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     teacher = 100 * spearmanr(read_pairs(seed / "cbe-test.tsv").scores, test.scores).statistic
     assert f"| CBE | {teacher:.2f} | 1 |" in lines, made
     assert any(line.startswith("| gold only (6 pairs) | ") for line in lines), made
-    assert f"| CBE teacher, kde | {len(kept)} |" in lines and f"| CBE teacher, semantic | {len(semantic)} |" in lines
+    assert (
+        f"| CBE teacher, kde | {len(kept):,} |" in lines and f"| CBE teacher, semantic | {len(semantic):,} |" in lines
+    )
+    rows = [line.split(" | ")[0] for line in lines if line.startswith("| CBE teacher, ")]
+    assert rows[:2] == ["| CBE teacher, semantic", "| CBE teacher, kde"]  # the thesis's order, not the names'
+
     assert any(line.startswith("| CBE teacher, semantic | ") and line.endswith(" | 1 |") for line in lines)
 
     # the record alone, as carried to another machine: JSON, the teacher's scores, the times
