@@ -16,7 +16,8 @@
 # STS-B dev after every epoch, best epoch kept), EPOCHS epochs. Semi strategies kde and iterative filter the
 # union random,bm25,semantic (the thesis: KDE samples "from a mix of positive and negative examples").
 # Every bi-encoder gets OUT/<name>-clean.json (STS test, 'all', on the pairs its training file does not hold,
-# and on every pair under all_pairs) and -dev.json (STS-B dev, SICK-R trial); every teacher
+# and on every pair under all_pairs; a semi student also leaves out all of STS-B train, so that every row and
+# the base are scored on nearly the same pairs: its silver pairs are recombined STS-B train sentences) and -dev.json (STS-B dev, SICK-R trial); every teacher
 # OUT/<name>-test.tsv (its scores of STS-B test). OUT/<name>-defsent.json is a student's checkpoint card, kept
 # beside its results: OUT's JSON files, the teachers' -test.tsv and times.tsv are the whole record.
 # A killed training run resumes from its last saved state (--resume) when the stage is run again. A student
@@ -37,13 +38,14 @@ TASKS=()
 mkdir -p "$OUT"
 source "$HERE/timed.sh"
 done_student() { [ -f "$OUT/$1-clean.json" ] && [ -f "$OUT/$1-dev.json" ]; }
-student() {  # name, training pairs, seed
-  local name=$1 data=$2 seed=$3
+student() {  # name, training pairs, seed[, a pairs file also left out of the clean STS]
+  local name=$1 data=$2 seed=$3 exclude=(--exclude-pairs "$2")
+  [ -n "${4:-}" ] && exclude+=(--exclude-pairs "$4")
   done_student "$name" && return 0
   [ -d "$OUT/$name" ] || timed "$name train" defsent train-pairs "$data" -m "$MODEL" --epochs "$EPOCHS" \
     --seed "$seed" -o "$OUT/$name" --resume --no-progress
   [ -f "$OUT/$name-clean.json" ] || timed "$name eval" defsent eval-sts -m "$OUT/$name" "${TASKS[@]}" \
-    --exclude-pairs "$data" -o "$OUT/$name-clean.json" --no-progress
+    "${exclude[@]}" -o "$OUT/$name-clean.json" --no-progress
   [ -f "$OUT/$name-dev.json" ] || timed "$name eval dev" defsent eval-sts -m "$OUT/$name" --split dev \
     --tasks STS-B,SICK-R -o "$OUT/$name-dev.json" --no-progress
   cp "$OUT/$name/defsent.json" "$OUT/$name-defsent.json"  # its settings and size, kept with its results
@@ -99,7 +101,7 @@ sys.stdout.writelines(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in 
           "$STSB/sts-train.csv" "$GOLD_SIZE" "$seed" > "$OUT/$dir/gold.tsv.tmp"
         mv "$OUT/$dir/gold.tsv.tmp" "$OUT/$dir/gold.tsv"
       fi
-      student "$dir/gold-only" "$OUT/$dir/gold.tsv" "$seed"
+      student "$dir/gold-only" "$OUT/$dir/gold.tsv" "$seed" "$STSB/sts-train.csv"
       for arch in $TEACHERS; do
         teacher_test "$dir/$arch" "$arch" "$OUT/$dir/gold.tsv" "$seed"
         for strategy in $STRATEGIES; do
@@ -121,7 +123,7 @@ sys.stdout.writelines(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in 
           fi
           train=$OUT/$dir/$arch-$strategy-train.tsv
           [ -f "$train" ] || { cat "$OUT/$dir/gold.tsv" "$kept" > "$train.tmp" && mv "$train.tmp" "$train"; }
-          student "$dir/$arch-$strategy" "$train" "$seed"
+          student "$dir/$arch-$strategy" "$train" "$seed" "$STSB/sts-train.csv"
         done
       done
     done ;;

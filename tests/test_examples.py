@@ -384,6 +384,10 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     assert kept and set(triples(seed / "cbe-kde-kept.tsv")) <= set(triples(seed / "cbe-union-silver.tsv"))
     assert (seed / "cbe-kde.png").is_file()
     assert (seed / "cbe-kde-train.tsv").read_text().splitlines() == gold + kept
+    # every row is scored without STS-B train's pairs too: the silver pairs are recombined train sentences
+    for row, data in (("gold-only", seed / "gold.tsv"), ("cbe-kde", seed / "cbe-kde-train.tsv")):
+        clean = json.loads((seed / f"{row}-clean.json").read_text())
+        assert clean["exclude_pairs"] == [str(data), str(bench / "sts-train.csv")]
     card = json.loads((seed / "cbe-kde-defsent.json").read_text())
     assert card == json.loads((seed / "cbe-kde" / "defsent.json").read_text())
     assert card["training_pairs"] == 6 + len(kept)
