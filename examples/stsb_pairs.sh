@@ -17,9 +17,10 @@
 # union random,bm25,semantic (the thesis: KDE samples "from a mix of positive and negative examples").
 # Every bi-encoder gets OUT/<name>-clean.json (STS test, 'all', on the pairs its training file does not hold,
 # and on every pair under all_pairs; a semi student also leaves out all of STS-B train, so that every row and
-# the base are scored on nearly the same pairs: its silver pairs are recombined STS-B train sentences) and -dev.json (STS-B dev, SICK-R trial); every teacher
-# OUT/<name>-test.tsv (its scores of STS-B test). OUT/<name>-defsent.json is a student's checkpoint card, kept
-# beside its results: OUT's JSON files, the teachers' -test.tsv and times.tsv are the whole record.
+# the base are scored on nearly the same pairs: its silver pairs are recombined STS-B train sentences) and
+# -dev.json (STS-B dev, SICK-R trial); every teacher OUT/<name>-test.tsv (its scores of STS-B test).
+# OUT/<name>-defsent.json is a student's checkpoint card, kept beside its results: OUT's JSON files, the
+# teachers' -test.tsv and times.tsv are the whole record (the KDE filters' histograms: <teacher>-<method>.png).
 # A killed training run resumes from its last saved state (--resume) when the stage is run again. A student
 # whose -clean and -dev JSON are there is done (its checkpoint may be gone: results carried to another
 # machine); a teacher is trained only while something still needs its scores.
@@ -84,7 +85,9 @@ case $STAGE in
     for seed in $SEEDS; do
       mkdir -p "$OUT/supervised"
       student "supervised/bi-$seed" "$STSB/sts-train.csv" "$seed"
-      for arch in $TEACHERS; do teacher_test "supervised/$arch-$seed" "$arch" "$STSB/sts-train.csv" "$seed"; done
+      for arch in $TEACHERS; do
+        teacher_test "supervised/$arch-$seed" "$arch" "$STSB/sts-train.csv" "$seed"
+      done
     done ;;
   semi)
     for seed in $SEEDS; do
