@@ -22,6 +22,15 @@ def run_script(script: str, *args, data: Path | None = None, cwd: Path) -> subpr
     )
 
 
+def run_table(script: str, *args) -> str:
+    """Run the Python table script ``examples/SCRIPT ARGS`` and return its stdout (it must succeed)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *map(str, args)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def kill_in_step_2(*args, data: Path) -> None:
     """Run ``defsent ARGS --save-every 1`` and SIGKILL it in its second step (tests/kill_after_step.py), as a
     session that ends mid-run does: OUTPUT.partial/ is left with the state saved after step 1."""
@@ -182,13 +191,7 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch)
     best = max(means, key=means.get)
     if means[best] > dev("base/base"):
         expected = str(out / "cosine" / f"{best}-{1 + groups[best].index(max(groups[best]))}")
-    chosen = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "tuned_tables.py"), str(out), "--choose", "--order", "cosine"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert chosen.stdout.strip() == expected
+    assert run_table("tuned_tables.py", out, "--choose", "--order", "cosine").strip() == expected
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
@@ -317,14 +320,9 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, m
     assert (info["kind"], info["arch"], info["training_pairs"]) == ("teacher", "cbe", 6)
     assert len((out / "supervised" / "cbe-7-test.tsv").read_text().splitlines()) == 5
     assert not (out / "supervised" / "ce-7").exists()
-    tables = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "pairs_tables.py"), str(out), "--data", str(mini)],
-        capture_output=True,
-        text=True,
-    )
-    assert tables.returncode == 0, tables.stderr[-3000:]
-    lines = tables.stdout.splitlines()
-    assert any(line.startswith("| CBE | ") and line.endswith(" | 1 |") for line in lines), tables.stdout
+    tables = run_table("pairs_tables.py", out, "--data", mini)
+    lines = tables.splitlines()
+    assert any(line.startswith("| CBE | ") and line.endswith(" | 1 |") for line in lines), tables
     student = next(line for line in lines if line.startswith("| bi-encoder, STS-B train |"))
     # the STS-B test cell of the student row is its clean run's all-pairs figure
     assert student.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
@@ -395,13 +393,7 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     assert json.loads((seed / "cbe-semantic-defsent.json").read_text())["training_pairs"] == 6 + len(semantic)
 
     def tables(folder: Path) -> str:
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "pairs_tables.py"), str(folder), "--data", str(mini)],
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout
+        return run_table("pairs_tables.py", folder, "--data", mini)
 
     made = tables(out)
     lines = made.splitlines()
@@ -462,13 +454,7 @@ def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_pa
             (path.parent / f"{path.name}-senteval.json").write_text(json.dumps({"average": {"acc": transfer}}))
 
     def table(order):
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "tuned_tables.py"), str(tmp_path), "--order", order],
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        lines = done.stdout.splitlines()
+        lines = run_table("tuned_tables.py", tmp_path, "--order", order).splitlines()
         header = [c.strip() for c in lines[0].strip("|").split("|")]
         rows = {
             line.split(" | ")[0].lstrip("| "): [c.strip() for c in line.strip("|").split("|")] for line in lines[2:]
