@@ -8,6 +8,9 @@ STAMP  := $(VENV)/.installed
 DATA   ?= $(or $(DEFSENT_DATA),$(wildcard ../shared/data))
 WORK   ?= demo-out
 export DEFSENT_DATA := $(DATA)
+# test workers (pytest-xdist): one per core this process may use, at most 4; JOBS=0 runs the suite in one process
+JOBS   ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(); print(min(n or 1, 4))')
+PYTEST := $(BIN)/pytest -q -n $(JOBS) --dist load
 
 .PHONY: install test test-fast lint format demo pst results bench clean
 
@@ -20,14 +23,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## make test: the whole suite, the slow real-MiniLM / real-data tests included (what CI runs)
+## make test: the whole suite, the slow real-MiniLM / real-data tests included (what CI runs), on JOBS workers
 test: $(STAMP)
 	$(BIN)/ruff check defsent_cli tests bench
-	$(BIN)/pytest -q --durations=25
+	$(PYTEST) --durations=25
 
 ## make test-fast: tiny models only
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check defsent_cli tests bench

@@ -15,6 +15,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """The tests marked ``long`` (a minute or more: a chain of CLI processes) run first. ``make test`` runs the
+    suite on parallel workers (pytest-xdist, ``--dist load``), which deal the first tests out one by one: the
+    long ones then start at once on different workers instead of one of them ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the order is kept otherwise
+
+
 CORPUS = [
     "a long-necked african animal",
     "give new life or vigor to",

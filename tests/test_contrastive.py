@@ -208,6 +208,7 @@ def test_tsdae_plus_noise_matching(cli, tiny_bert, sentences, tmp_path):
     assert "--temperature has no effect" in warned.stderr
 
 
+@pytest.mark.long
 def test_simcse_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, sentences, tmp_path):
     defsent = [sys.executable, "-m", "defsent_cli"]
     env = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}

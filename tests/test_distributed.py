@@ -15,7 +15,6 @@ import contextlib
 import gc
 import json
 import os
-import socket
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -105,6 +104,7 @@ def test_distributed_training_resumes_after_a_kill(setup):
 LOOPS = 4  # ~10 s each on 2 cores
 
 
+@pytest.mark.long
 def test_distributed_training_ends_every_time(setup, tmp_path):
     """Issue 27: a 2-process run could hang for good at exit, after writing its checkpoint (DDP's Reducer freed
     the gloo group holding the GIL while a gloo worker waited for the GIL; 1 run in 40 here). A short run,
@@ -124,6 +124,7 @@ def test_distributed_training_ends_every_time(setup, tmp_path):
     assert max(_max_diff(runs[0], out) for out in runs[1:]) < 1e-7
 
 
+@pytest.mark.long
 def test_gathered_in_batch_negatives_give_the_one_process_gradient_in_float64():
     """Issue 28, the math alone: 2 and 3 gloo processes, a linear encoder in float64 (tests/gather_ranks.py)."""
     for processes in ("2", "3"):
@@ -228,11 +229,10 @@ def test_one_process_is_a_no_op():
 
 @pytest.fixture
 def one_rank_group(monkeypatch):
-    """A real gloo group of one process, opened by ``distributed.init`` as under torchrun."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    """A real gloo group of one process, opened by ``distributed.init`` as under torchrun. Its store listens on
+    a port the system picks (port 0: alone in the group, nobody has to know it), so parallel tests never race
+    for one."""
+    env = {"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(distributed, "active", lambda: True)  # world 1 is a no-op otherwise

@@ -42,6 +42,7 @@ def kill_in_step_2(*args, data: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tmp_path):
     out = tmp_path / "pst"
     args = ["--model", tiny_bert, "--dict", tiny_dict, "--out", out, "--seeds", "1 2", "--steps", "2"]
@@ -139,6 +140,7 @@ def test_scripts_explain_themselves_with_help(script, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch):
     """examples/tuned.sh: seeds of a variant, their WiSE-FT merges and a greedy soup, each evaluated."""
     import json
@@ -195,6 +197,7 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):
     import json
 
@@ -215,6 +218,7 @@ def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
     """examples/more_evals.sh: clustering, the added transfer tasks and the geometry for toolbox rows and for
     two checkpoints (mean ± sd), JSON per run, wall times, a table; a rerun skips finished runs."""
@@ -249,6 +253,7 @@ def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/augsbert.sh: teacher, sampled pairs, labels, KDE filter, student on gold + silver and on gold
     alone, STS on all pairs and with the training pairs left out; a rerun skips every stage."""
@@ -292,6 +297,7 @@ def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/stsb_pairs.sh supervised: the bi-encoder and a teacher (CBE) on STS-B train, its scores of
     STS-B test, one STS pass per student (clean + all pairs); pairs_tables.py reads them back."""
@@ -344,6 +350,7 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, m
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/stsb_pairs.sh semi: a seeded gold sample of STS-B train, a teacher on it, silver pairs labelled
     and KDE-filtered, students on gold + silver; its JSON and teacher TSV files alone (no checkpoints, no
@@ -488,6 +495,7 @@ def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_pa
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
 def test_contrastive_cls_method_with_clustering_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
     """examples/contrastive.sh: a CLS method (SimCSE through its training-only MLP) on WikiText-2's sentences,
     evaluated with CLS pooling, as is the base beside its mean-pooled row; EVALS adds clustering; a rerun skips

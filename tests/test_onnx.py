@@ -133,6 +133,18 @@ def test_poolings_the_graph_cannot_serve_run_on_torch_with_a_notice(cli, bert, s
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), ref)
 
 
+def test_each_command_shows_its_notes_whatever_the_logger_level_was_left_at(cli, bert, sents, tmp_path):
+    """Commands run one after another in one process (a notebook, a test session) each show their notes, even
+    when something in between reset the ``defsent`` logger's level (as the library_log fixture does on exit)."""
+    import logging
+
+    args = ("encode", "-m", bert, "-i", sents, "--pooling", "first-last", "--runtime", "onnx")
+    assert cli(*args, "-o", tmp_path / "a.npy").exit_code == 0
+    logging.getLogger("defsent").setLevel(logging.NOTSET)
+    result = cli(*args, "-o", tmp_path / "b.npy")
+    assert result.exit_code == 0 and "running torch for it" in result.stderr
+
+
 def test_runtime_choices_are_checked_first(cli, bert, sents, tmp_path):
     bad = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "x.npy", "--precision", "int8")
     assert bad.exit_code == 2 and "--runtime onnx" in bad.stderr

@@ -48,13 +48,14 @@ class _ConsoleHandler(logging.Handler):
 
 
 def install_log_handler() -> None:
-    """Route the library's logger to the console once (other torchrun ranks stay silent)."""
-    if any(isinstance(h, _ConsoleHandler) for h in logger.handlers):
-        return
-    handler = _ConsoleHandler() if distributed.is_main() else logging.NullHandler()
-    logger.addHandler(handler)
+    """Route the library's logger to the console, notes included, at every command (the handler added once;
+    other torchrun ranks stay silent). The level is set each time: a program that runs several commands in one
+    process may have changed it meanwhile, and the notes would then vanish."""
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    if any(isinstance(h, _ConsoleHandler) for h in logger.handlers):
+        return
+    logger.addHandler(_ConsoleHandler() if distributed.is_main() else logging.NullHandler())
 
 
 def fail(message: str, exit_code: int = 2) -> typer.Exit:

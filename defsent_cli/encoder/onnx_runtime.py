@@ -191,11 +191,11 @@ def export_graph(loaded: LoadedModel, precision: str, target: Path) -> None:
                 finally:
                     logging.disable(logging.NOTSET)
                 graph = quantized
-        tmp = target.with_name(f".{target.name}.tmp")
-        shutil.copyfile(graph, tmp)
-        with open(tmp, "rb") as fh:
+        # the work folder is this export's own (two processes exporting the same graph at once, e.g. two jobs
+        # on a fresh model, never write one file) and beside the target, so the move is atomic
+        with open(graph, "rb") as fh:
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        os.replace(graph, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
