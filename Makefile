@@ -8,9 +8,10 @@ STAMP  := $(VENV)/.installed
 DATA   ?= $(or $(DEFSENT_DATA),$(wildcard ../shared/data))
 WORK   ?= demo-out
 export DEFSENT_DATA := $(DATA)
-# test workers (pytest-xdist): one per core this process may use, at most 4; JOBS=0 runs the suite in one process
-JOBS   ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(); print(min(n or 1, 4))')
-PYTEST := $(BIN)/pytest -q -n $(JOBS) --dist load
+# test workers (pytest-xdist): auto = one per core this process may use; never more than 4 (--maxprocesses);
+# JOBS=0 runs the suite in one process
+JOBS   ?= auto
+PYTEST := $(BIN)/pytest -q -n $(JOBS) --maxprocesses 4 --dist load
 
 .PHONY: install test test-fast lint format demo pst results bench clean
 
