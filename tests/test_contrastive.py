@@ -81,7 +81,10 @@ def test_info_nce_is_the_mean_cross_entropy_of_scaled_cosines():
 def _trainer(model: Path, sentences: Path, **settings):
     from defsent_cli.training.contrastive import ContrastiveTrainer
 
-    config = TrainConfig(pooling="cls", lr=1e-3, batch_size=3, max_length=32, adam_eps=1e-8, batching="random")
+    # on the CPU whatever the machine has: the hand computation below runs the model on host tensors, in fp32
+    config = TrainConfig(
+        pooling="cls", lr=1e-3, batch_size=3, max_length=32, adam_eps=1e-8, batching="random", device="cpu"
+    )
     return ContrastiveTrainer(sentences, model, config, **settings)
 
 

@@ -190,16 +190,18 @@ def test_bf16_autocast_training_follows_the_fp32_run_and_auto_is_fp32_on_the_cpu
     assert np.abs(a - b).max() < 0.05 * np.abs(a).max()  # the same run, in bf16 arithmetic
 
 
-def test_fp16_training_scales_the_loss_and_resumes_bit_identically(tiny_bert, train_data, tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_fp16_training_scales_the_loss_and_resumes_bit_identically(device, tiny_bert, train_data, tmp_path):
     """fp16 autocast with a gradient scaler; a killed run resumes to the uninterrupted weights (the scaler's
-    state is part of the resumable state)."""
+    state is part of the resumable state): on the CPU as it is, on a GPU under --deterministic."""
     from safetensors.torch import load_file
 
     dictionary, bank = train_data
     defsent = [sys.executable, "-m", "defsent_cli"]
     env = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}
     args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "-b", "4", "--lr", "1e-3", "--seed", "3"]
-    args += ["--precision", "fp16", "--device", "cpu", "--save-every", "2"]
+    args += ["--precision", "fp16", "--device", device, "--save-every", "2"]
+    args += ["--deterministic"] if device == "cuda" else []
     args = [str(a) for a in args]
     subprocess.run([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env, timeout=300)
     info = json.loads((tmp_path / "full" / "defsent.json").read_text())

@@ -1,0 +1,23 @@
+# The test suite on a GPU machine, as issue 26 asks: `pytest -m "not slow"` with every command's --device left
+# at auto (so: cuda), and the CUDA-only tests of tests/test_gpu.py. One call of the lent machine, under its
+# 10-minute limit; the log and a JUnit report come back in $OUT.
+# Here: ../shared/tools/gpu-bundle (then carry .gpu). There:  bash bench/gpu_runs/suite.sh [PYTEST ARGS]
+# (default: tests; e.g. tests/test_gpu.py for the GPU tests alone).
+# SECONDS_LEFT (default 540) bounds pytest; WORKERS (default: cores - 2) the xdist workers.
+source .gpu/setup.sh
+OUT=${OUT:-/tmp/suite-out}
+mkdir -p "$OUT"
+python3 - <<'EOF' | tee "$OUT/machine.txt"
+import platform, torch, transformers
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA GPU"
+print(f"{gpu}; torch {torch.__version__}, transformers {transformers.__version__}, python {platform.python_version()}")
+EOF
+workers=${WORKERS:-$(( $(nproc) > 4 ? $(nproc) - 2 : 1 ))}
+parallel=""
+if python3 -c "import xdist" 2>/dev/null; then parallel="-n $workers --dist load"; else echo "no pytest-xdist here: one process"; fi
+set -o pipefail
+timeout "${SECONDS_LEFT:-540}" python3 -m pytest -q -m "not slow" $parallel -p no:cacheprovider --tb=short -rfE \
+  --junitxml="$OUT/suite.xml" "${@:-tests}" 2>&1 | grep -v -i warning > "$OUT/suite.log"
+rc=$?
+grep -E "^(FAILED|ERROR)|passed|failed|error" "$OUT/suite.log" | tail -40
+echo "pytest rc $rc"
