@@ -1,8 +1,8 @@
 """Shared fixtures: tiny random BERT / RoBERTa models and tokenizers built on the fly,
 small dictionary files, and the CLI runner. Nothing is downloaded.
 
-The suite passes on a machine with a CUDA GPU too, where every command's ``--device auto`` is the GPU and
-training's ``--precision auto`` bf16 (bench/gpu_runs/suite.sh runs it there). The rules that keep it so:
+The suite is written to pass on a machine with a CUDA GPU too, where every command's ``--device auto`` is
+the GPU and training's ``--precision auto`` bf16 (bench/gpu_runs/suite.sh runs it there). The rules:
 a command's output compared with a computation on the CPU is allowed ``atol=1e-5`` (fp32 kernels on a GPU
 differ from the CPU's by ~1e-6); two training runs expected bit-identical add :data:`RESUME_FLAGS`
 (``--deterministic`` on a GPU, the README's promise); a test whose fixture was checked on the CPU's
