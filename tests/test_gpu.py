@@ -279,6 +279,27 @@ def test_a_ready_sdpa_mask_gives_the_2d_masks_states(tiny_bert):
     torch.testing.assert_close(ours, ref, atol=1e-6, rtol=0)
 
 
+def test_the_cuda_graph_experiment_s_batches_give_encode_s_vectors(tiny_bert):
+    """bench/gpu_runs/graphs.py's fixed-shape batches (rows filled up, lengths rounded up), run without graphs
+    on the CPU: the vectors of encode(), in the texts' order."""
+    import importlib.util
+
+    from defsent_cli.encoder.encode import encode
+    from defsent_cli.encoder.models import load_model
+
+    spec = importlib.util.spec_from_file_location("graphs", Path(__file__).parent.parent / "bench/gpu_runs/graphs.py")
+    graphs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graphs)
+    loaded = load_model(tiny_bert, "cpu")
+    texts = [f"{s} {'and more ' * (i % 5)}" for i, s in enumerate(SENTS[:7] + SENTS[::3])]
+    bucketed = graphs.GraphEncoder(loaded, batch=4, bucket=4, graphs=False)
+    assert {length % 4 for _, length in bucketed.plan([[0] * len(t.split()) for t in texts])} == {0}
+    ours = bucketed.encode(texts)
+    ref = encode(texts, loaded, "mean", show_progress_bar=False)
+    np.testing.assert_allclose(ours, ref, atol=1e-5)
+    assert len(bucketed.shapes) > 1  # several lengths, so the rounding and the filled-up last batch were used
+
+
 # --- on a CUDA GPU ------------------------------------------------------------------------------------
 
 
