@@ -241,12 +241,17 @@ def bench_train(args, work: Path) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model, the dictionary the texts come from, how many, and the repeats (bench/gpu_runs/graphs.py too)."""
     parser.add_argument("--model", default=os.environ.get("MINILM"), help="all-MiniLM-L6-v2 folder (env MINILM)")
     parser.add_argument("--dictionary", type=Path, default=os.environ.get("DICT"), help="WordNet JSONL (env DICT)")
     parser.add_argument("--texts", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_arguments(parser)
     parser.add_argument("--train-steps", type=int, default=200, help="timed training steps per row")
     parser.add_argument("--skip-train", action="store_true")
     parser.add_argument("--smoke-cpu", action="store_true", help="run on the CPU (checks the script, not speed)")

@@ -33,7 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from bench.gpu import definitions, unit  # noqa: E402
+import bench.gpu as gpu_bench  # noqa: E402
+from bench.gpu import common_arguments, definitions, timed, unit  # noqa: E402
 
 
 def padded_to(id_lists: list[list[int]], rows: int, length: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -136,12 +137,9 @@ class GraphEncoder:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=os.environ.get("MINILM"), help="all-MiniLM-L6-v2 folder (env MINILM)")
-    parser.add_argument("--dictionary", type=Path, default=os.environ.get("DICT"), help="WordNet JSONL (env DICT)")
-    parser.add_argument("--texts", type=int, default=20000)
+    common_arguments(parser)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--bucket", type=int, default=8, help="lengths rounded up to a multiple of this")
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke-cpu", action="store_true", help="no graphs, on the CPU (checks the script)")
     parser.add_argument("-o", "--output", type=Path, default=Path("bench/out/graphs.json"))
     args = parser.parse_args()
@@ -159,29 +157,15 @@ def main() -> None:
     from defsent_cli.encoder.models import load_model
 
     os.environ["DEFSENT_NO_PROGRESS"] = "1"
-    device = "cpu" if args.smoke_cpu else "cuda"
+    device = gpu_bench.DEVICE = "cpu" if args.smoke_cpu else "cuda"  # timed() synchronises the GPU
     gpu = torch.cuda.get_device_name() if device == "cuda" else "cpu (smoke run)"
     print(f"{gpu}; torch {torch.__version__}", flush=True)
     texts = definitions(args.dictionary, args.texts)
 
-    def sync() -> None:
-        if device == "cuda":
-            torch.cuda.synchronize()
-
-    def timed(fn) -> tuple[float, np.ndarray]:
-        out, best = fn(), float("inf")
-        for _ in range(args.repeats):
-            sync()
-            start = time.perf_counter()
-            out = fn()
-            sync()
-            best = min(best, time.perf_counter() - start)
-        return best, out
-
     rows, vectors = [], {}
 
     def add(name: str, fn) -> None:
-        seconds, vectors[name] = timed(fn)
+        seconds, vectors[name] = timed(fn, args.repeats)
         rows.append({"encoder": name, "batch": args.batch, "seconds": round(seconds, 4), "per_s": len(texts) / seconds})
         print(f"  {name:<36} batch {args.batch}: {len(texts) / seconds:>9,.0f} sentences/s", flush=True)
 
