@@ -162,24 +162,49 @@ def test_distributed_contrastive_training_equals_one_process(objective, setup, t
     assert np.allclose(np.array(a["loss_curve"]), np.array(b["loss_curve"]), atol=1e-5)
 
 
-def test_distributed_train_pairs_equals_one_process(setup, tmp_path):
-    """Issue 30: the per-pair cosine loss under torchrun (9 pairs in batches of 4: the last batch of 1 leaves
-    rank 1 without a pair) gives the loss curve and weights of one process."""
+def _pairs_run_in_one_and_two_processes(tmp_path: Path, command: str, *options) -> tuple[Path, Path]:
+    """``command`` (train-pairs, teacher) on 9 scored pairs in batches of 4 (the last batch of 1 leaves rank 1
+    without a pair), in one process and under torchrun: the two output folders."""
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"{CORPUS[i]}\t{CORPUS[(i + 3) % 10]}\t{i * 0.5}\n" for i in range(9)))
-    args = ["train-pairs", pairs, "-m", setup["model"], "--batching", "bucket", "--eval-every", "0", *TRAIN]
-    args = [a for a in args if a not in ("--save-every", "2")]
+    args = [command, pairs, *options, *(a for a in TRAIN if a not in ("--save-every", "2"))]
     single, dist = tmp_path / "single", tmp_path / "dist"
     one = _run([*DEFSENT, *args, "-o", single])
     assert one.returncode == 0, one.stderr.decode()
     two = _run([*TORCHRUN, *args, "-o", dist])
     assert two.returncode == 0, two.stderr.decode()
+    return single, dist
+
+
+def test_distributed_train_pairs_equals_one_process(setup, tmp_path):
+    """Issue 30: the per-pair cosine loss under torchrun (9 pairs in batches of 4: the last batch of 1 leaves
+    rank 1 without a pair) gives the loss curve and weights of one process."""
+    single, dist = _pairs_run_in_one_and_two_processes(
+        tmp_path, "train-pairs", "-m", setup["model"], "--batching", "bucket", "--eval-every", "0"
+    )
     base = {k.removeprefix("bert."): v for k, v in _weights(setup["model"]).items()}
     trained = _weights(single)
     moved = max(float((trained[k] - base[k]).abs().max()) for k in trained)
     assert moved > 1e-3 and _max_diff(single, dist) < 1e-2 * moved
     a, b = (json.loads((f / "defsent.json").read_text()) for f in (single, dist))
     assert b["processes"] == 2 and b["steps"] == a["steps"] == 9  # 3 epochs of 3 batches
+    assert np.allclose(np.array(a["loss_curve"]), np.array(b["loss_curve"]), atol=1e-5)
+
+
+def test_distributed_teacher_is_scored_on_dev_and_equals_one_process(setup, tmp_path):
+    """A cross-encoder teacher under torchrun, scored on dev after every epoch (its default): rank 0 scores
+    while the other waits (every rank once asked the criterion for an attribute it lacked, and died), and the
+    loss and dev curves are those of one process."""
+    from conftest import build_mini
+
+    data = build_mini(tmp_path / "data")
+    single, dist = _pairs_run_in_one_and_two_processes(
+        tmp_path, "teacher", "-m", setup["model"], "--arch", "ce", "--data", data, "--batching", "bucket"
+    )
+    a, b = (json.loads((f / "defsent.json").read_text()) for f in (single, dist))
+    assert b["processes"] == 2 and b["steps"] == a["steps"] == 9
+    assert [s for s, _ in b["eval_curve"]] == [s for s, _ in a["eval_curve"]] == [0, 3, 6, 9]
+    assert np.allclose([v for _, v in a["eval_curve"]], [v for _, v in b["eval_curve"]], atol=1e-3)
     assert np.allclose(np.array(a["loss_curve"]), np.array(b["loss_curve"]), atol=1e-5)
 
 

@@ -224,6 +224,30 @@ def test_fp16_training_scales_the_loss_and_resumes_bit_identically(device, tiny_
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_tf32_training_holds_tf32_over_the_backward_pass_too(cli, tiny_bert, train_data, tmp_path, monkeypatch):
+    """--precision tf32: TF32 matrix products in every step's backward pass (about 2/3 of its products), not only
+    in the forward pass, and torch's switch back as it was after the run; on the CPU the run is fp32's."""
+    from safetensors.torch import load_file
+
+    dictionary, bank = train_data
+    seen, backward = [], torch.autograd.backward
+
+    def watched(*args, **kwargs):
+        seen.append(torch.backends.cuda.matmul.allow_tf32)
+        return backward(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "backward", watched)
+    before = torch.backends.cuda.matmul.allow_tf32
+    info = _train(cli, dictionary, bank, tiny_bert, tmp_path / "tf32", "--precision", "tf32", "--max-steps", "3")
+    assert info["precision"] == "tf32" and seen == [True, True, True]
+    assert torch.backends.cuda.matmul.allow_tf32 is before
+    seen.clear()
+    _train(cli, dictionary, bank, tiny_bert, tmp_path / "fp32", "--precision", "fp32", "--max-steps", "3")
+    assert seen == [before] * 3
+    a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("tf32", "fp32"))
+    assert all(torch.equal(a[k], b[k]) for k in a)  # TF32 is a GPU's: the CPU's products are fp32 either way
+
+
 def test_training_precision_is_checked(cli, tiny_bert, train_data, tmp_path):
     dictionary, bank = train_data
     result = cli("train", dictionary, "--bank", bank, "-m", tiny_bert, "-o", tmp_path / "x", "--precision", "int8")

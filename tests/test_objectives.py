@@ -248,7 +248,9 @@ def test_mlm_loss_is_the_cross_entropy_of_the_masked_tokens(tiny_bert):
     mlm = AutoModelForMaskedLM.from_pretrained(tiny_bert).eval()
     logits = mlm.cls(states)
     expected = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
-    assert masker.loss(states, labels).item() == pytest.approx(expected.item(), rel=1e-5)
+    assert masker.loss(states, masker.targets(labels, "cpu")).item() == pytest.approx(expected.item(), rel=1e-5)
+    none = masker.targets(torch.full((2, 4), -100), "cpu")
+    assert none is None and masker.loss(states, none).item() == 0.0  # nothing masked: no MLM loss
 
 
 def test_max_pooling_and_trained_embeddings(cli, tiny_bert, tmp_path):

@@ -307,6 +307,25 @@ def test_lookup_ranks_entries_by_the_training_logits(cli, tiny_bert, tiny_dict, 
     assert many.exit_code == 0 and many.stdout.count("\n") == 6
 
 
+def test_lookup_pools_queries_as_the_pooling_it_names_other_layers_included(cli, tiny_bert, tiny_dict, bert_bank):
+    """``--pooling first-last`` reads the first and last layers (the head wrapped around the pooling once kept
+    only its function, so the query was the last layer's mean, as ``--pooling mean``)."""
+    from defsent_cli.encoder.encode import encode
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.formats.bank import read_bank
+
+    bank, loaded, query = read_bank(bert_bank), load_model(tiny_bert, "cpu"), "an animal that barks"
+    scores = {}
+    for pooling in ("first-last", "mean"):
+        result = cli("lookup", "-m", tiny_bert, "--bank", bert_bank, "-p", pooling, "--json", "-k", "5", query)
+        assert result.exit_code == 0, result.output
+        hits = json.loads(result.stdout)["results"]
+        expected = encode([query], loaded, pooling, show_progress_bar=False)[0] @ bank.vectors.T
+        scores[pooling] = [hit["score"] for hit in hits]
+        np.testing.assert_allclose(scores[pooling], expected[[bank.entries.index(h["entry"]) for h in hits]], atol=1e-4)
+    assert np.abs(np.array(scores["first-last"]) - np.array(scores["mean"])).max() > 1e-2  # the test can tell
+
+
 def test_eval_dict_matches_ranks_computed_by_hand(cli, tiny_bert, tmp_path):
     """Six test definitions whose gold entries rank 1, 2, ..., 6 among twelve: MRR = (1 + 1/2 + ... + 1/6) / 6."""
     from defsent_cli.formats.bank import BANK_FORMAT, Bank, write_bank

@@ -112,7 +112,9 @@ def pool_prompt(batch: PoolingInput) -> torch.Tensor:
     if batch.mask_token_id is None:
         raise DefsentError("prompt pooling needs a tokenizer with a mask token")
     is_mask = (batch.input_ids == batch.mask_token_id) & (batch.attention_mask == 1)
-    if not bool(is_mask.any(dim=1).all()):
+    # a safety net on the CPU only: on a GPU it would wait for the GPU at every batch, and tokenize() never
+    # drops the template's mask token (it truncates the sentence, or refuses a --max-length too short)
+    if not is_mask.is_cuda and not bool(is_mask.any(dim=1).all()):
         raise DefsentError("prompt pooling: an input lost its mask token (template too long for --max-length?)")
     return masked_mean(batch.last_hidden_state, is_mask)
 

@@ -54,7 +54,8 @@ def resolve_train_precision(precision: str, device) -> str:
 
 @contextmanager
 def tf32(active: bool) -> Iterator[None]:
-    """TF32 matrix products on CUDA inside the block (restored after)."""
+    """TF32 matrix products on CUDA inside the block (restored after): torch's global switches, which change
+    nothing on the CPU. Training holds it over the forward and the backward pass of a step."""
     import torch
 
     if not active:
@@ -92,16 +93,13 @@ def no_cudnn_attention(active: bool = True) -> Iterator[None]:
 
 @contextmanager
 def autocast(precision: str, device) -> Iterator[None]:
-    """The training forward pass's context: autocast in bf16/fp16 (on a GPU without cuDNN attention),
-    TF32 for ``tf32``, else nothing."""
+    """The training forward pass's context: autocast in bf16/fp16 (on a GPU without cuDNN attention), else
+    nothing (``tf32`` is :func:`tf32`, held by the trainer over the backward pass too)."""
     import torch
 
     device = torch.device(device)
     if precision in HALF:
         with torch.autocast(device.type, dtype=torch_dtype(precision)), no_cudnn_attention(device.type == "cuda"):
-            yield
-    elif precision == "tf32" and device.type == "cuda":
-        with tf32(True):
             yield
     else:
         yield

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from ..errors import DefsentError
+from .tokenize import on_device
 
 DROP_GROUPS = ("frequent", "punctuation", "subword")
 DROP_ALIASES = {"biases": DROP_GROUPS}
@@ -75,7 +76,7 @@ class IdfWeighting:
         return self._table
 
     def weights(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        table = self.table().to(input_ids.device)
+        table = self._table = on_device(self.table(), input_ids.device)
         ids = input_ids.clamp(max=len(table) - 1)
         w = table[ids] * attention_mask.to(table.dtype)
         empty = w.sum(dim=1, keepdim=True) <= 0
@@ -102,7 +103,7 @@ class DropTokens:
             table = torch.ones(self.vocab_size, dtype=torch.float32)
             table[list(self.dropped)] = 0.0
             self._table = table
-        table = self._table.to(input_ids.device)
+        table = self._table = on_device(self._table, input_ids.device)
         return table[input_ids.clamp(max=len(table) - 1)] * attention_mask.to(table.dtype)
 
     def describe(self) -> dict:

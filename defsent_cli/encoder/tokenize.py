@@ -107,6 +107,12 @@ def to_device(tensor: torch.Tensor, device) -> torch.Tensor:
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
+def on_device(table: torch.Tensor, device) -> torch.Tensor:
+    """A constant tensor (a lookup table, a set of ids) on ``device``, for the caller to keep there: used at
+    every batch, a copy from the host's pageable memory each time would also wait for the GPU's queue."""
+    return table if table.device == torch.device(device) else table.to(device)
+
+
 def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
     """Index batches, longest first, cut where the length changes when that costs at most half a batch.
 

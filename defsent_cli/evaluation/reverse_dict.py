@@ -14,7 +14,7 @@ definition's gold is its entry's token; entries of several tokens are skipped, a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,8 @@ class QueryEncoder:
         """The vectors of ``texts``; ``shard`` (under torchrun): the processes share the batches and every
         process gets all the vectors."""
         pool, head = self.pooling, self.head
-        with_head = Pooling(f"{pool.name}+head", lambda batch: head(pool(batch)))
+        # the pooling's own settings (layers, Ditto head, token weights) decide what the forward pass returns
+        with_head = replace(pool, name=f"{pool.name}+head", fn=lambda batch: head(pool(batch)))
         ids = tokenize(texts, self.loaded.tokenizer, pool, self.loaded.max_length)
         if shard and distributed.active():
             vectors = encode_ids_sharded(self.loaded, ids, with_head, batch_size, progress, task, dim=self.dim)

@@ -207,7 +207,7 @@ class ContrastiveTrainer(Trainer):
         masked_ids = labels = masked_mask = None
         if self.mlm is not None and mlm_on is not None:
             masked_ids, labels = self.mlm.mask(mlm_on[0], mlm_on[1])
-            masked_ids, labels = to_device(masked_ids, device), to_device(labels, device)
+            masked_ids, labels = to_device(masked_ids, device), self.mlm.targets(labels, device)
             masked_mask = None if mlm_on is batch else to_device(mlm_on[1], device)
         out = self.net(
             to_device(input_ids, device),
@@ -216,7 +216,7 @@ class ContrastiveTrainer(Trainer):
             padded=padded,
             masked_mask=masked_mask,
         )
-        return (*out, labels) if masked_ids is not None else (out, None, None)
+        return (*out, labels) if masked_ids is not None else (out, None, None)  # labels: MaskedLM.targets
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
         """InfoNCE of this process's queries against the global batch's keys (+ λ · MLM)."""
@@ -240,7 +240,7 @@ class ContrastiveTrainer(Trainer):
                 moving, states, labels = self._forward(learns, mlm_on=original)
                 queries, keys = (targets, moving) if self.stop_gradient == "original" else (moving, targets)
         loss = info_nce(queries, keys, scale=1.0 / self.temperature, sizes=self.sizes)
-        if labels is not None:
+        if states is not None:  # the masked pass ran (its targets are None when nothing was masked)
             loss = loss + self.config.mlm_weight * self.mlm.loss(states, labels)
         return loss
 

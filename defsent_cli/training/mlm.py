@@ -36,9 +36,21 @@ class MaskedLM:
         masked, labels = self.collator.torch_mask_tokens(input_ids.clone(), special_tokens_mask=protected)
         return masked, labels
 
-    def loss(self, states: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over the masked positions (0 when the batch has none)."""
-        chosen = labels != -100
-        if not bool(chosen.any()):
+    def targets(self, labels: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(flat positions, original ids) of the masked tokens on ``device``, found in the host's labels (on a
+        GPU, a boolean mask there would make the host wait for it); None when nothing was masked."""
+        from ..encoder.tokenize import to_device
+
+        flat = labels.flatten()
+        positions = (flat != -100).nonzero().squeeze(1)
+        if len(positions) == 0:
+            return None
+        return to_device(positions, device), to_device(flat[positions], device)
+
+    def loss(self, states: torch.Tensor, targets: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+        """Mean cross-entropy over the masked positions (:meth:`targets`; 0 when the batch has none)."""
+        if targets is None:
             return states.sum() * 0.0
-        return bank_cross_entropy(self.head.transform(states[chosen]), self.head.matrix, labels[chosen])
+        positions, ids = targets
+        chosen = states.flatten(0, 1).index_select(0, positions)
+        return bank_cross_entropy(self.head.transform(chosen), self.head.matrix, ids)

@@ -167,7 +167,8 @@ def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: boo
             processes = f", {trainer.world} processes" if trainer.world > 1 else ""
             say(f"{trainer.describe()}{processes})")
             trainer.run(work_dir, show_progress)
-            info = trainer.info()
+            # rank 0's record on every process: it alone holds the dev curve of the STS criteria (it scores alone)
+            info = distributed.broadcast_object(trainer.info() if main else None)
             if main:
                 files = trainer.checkpoint_files(work_dir)
                 save_checkpoint(

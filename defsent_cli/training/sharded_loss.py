@@ -59,9 +59,14 @@ class _ShardedBankCrossEntropy(torch.autograd.Function):
         peak = m.clone()
         dist.all_reduce(peak, op=dist.ReduceOp.MAX)
         share = torch.exp(m - peak)  # 0 where this process holds no rows (m = -inf)
-        here = (labels >= start) & (labels < start + rows.shape[0])
-        gold = torch.zeros_like(reps)
-        gold[here] = rows[labels[here] - start].to(reps.dtype)
+        # the gold rows this process holds, zero elsewhere: gathered for every label and masked, not indexed by
+        # the mask (that would ask the GPU how many labels are here: a host sync per step)
+        here = ((labels >= start) & (labels < start + rows.shape[0])).unsqueeze(1)
+        if rows.shape[0]:
+            local = (labels - start).clamp(0, rows.shape[0] - 1)
+            gold = torch.where(here, rows[local].to(reps.dtype), torch.zeros((), dtype=reps.dtype, device=reps.device))
+        else:
+            gold = torch.zeros_like(reps)
         if smoothing:
             gold = (1 - smoothing) * gold + (smoothing / total) * row_sum.to(reps.dtype)
         sums = torch.stack([z * share, (reps * gold).sum(dim=1)])

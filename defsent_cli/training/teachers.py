@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..encoder.tokenize import on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
-from ..encoder.tokenize import to_device
 from ..errors import DefsentError
 from .pairs import PairsTrainer
 
@@ -80,7 +80,8 @@ class PairScorer:
         """The tokens each CBE pooling reads: its sentence's own tokens, without special tokens if asked."""
         keep = batch["attention_mask"].bool()
         if not self.special_tokens:
-            keep = keep & ~torch.isin(batch["input_ids"], self.specials.to(keep.device))
+            self.specials = on_device(self.specials, keep.device)
+            keep = keep & ~torch.isin(batch["input_ids"], self.specials)
         return keep & (batch["segments"] == 1), keep & (batch["segments"] == 2)
 
     def forward(self, batch: dict[str, torch.Tensor]):
@@ -96,17 +97,17 @@ class PairScorer:
     @torch.no_grad()
     def score(self, texts1: list[str], texts2: list[str], device, batch_size: int = 64, progress=None) -> np.ndarray:
         """Every pair's score in [0, 1] terms: sigmoid(logit) (CE) or the cosine (CBE, in [-1, 1])."""
-        scores = []
+        scores = []  # kept on the device and copied back once: the host tokenises the next batch meanwhile
         for start in range(0, len(texts1), batch_size):
             batch = self.batch(texts1[start : start + batch_size], texts2[start : start + batch_size])
             out = self.forward({k: to_device(v, device) for k, v in batch.items()})
             if self.arch == "ce":
-                scores.append(torch.sigmoid(out.float()).cpu().numpy())
+                scores.append(torch.sigmoid(out.float()))
             else:
-                scores.append(torch.nn.functional.cosine_similarity(*out).cpu().numpy())
+                scores.append(torch.nn.functional.cosine_similarity(*out))
             if progress is not None:
-                progress(len(scores[-1]))
-        return np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+                progress(len(batch["input_ids"]))
+        return torch.cat(scores).float().cpu().numpy() if scores else np.zeros(0, dtype=np.float32)
 
 
 class TeacherForward(torch.nn.Module):
@@ -123,6 +124,8 @@ class TeacherForward(torch.nn.Module):
 class PairScoreCriterion:
     """A teacher's dev score: Spearman x100 of its own pair scores against the gold of the criterion's STS dev
     sets (stsb-dev: STS-B dev; dev: the mean of STS-B dev and SICK-R trial)."""
+
+    every_process = False  # under torchrun rank 0 scores alone (the others wait), as for every STS criterion
 
     def __init__(self, criterion, scorer: PairScorer, device, batch_size: int = 64):
         if criterion.name not in ("dev", "stsb-dev"):

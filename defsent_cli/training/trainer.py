@@ -38,7 +38,7 @@ from ..encoder.encode import model_mask
 from ..encoder.head import PoolerHead, setup_pooler
 from ..encoder.models import load_model
 from ..encoder.pooling import PoolingInput, get_pooling
-from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_train_precision
+from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_train_precision, tf32
 from ..encoder.tokenize import pad_batch, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
@@ -286,7 +286,7 @@ class Trainer:
         mlm = self.mlm if not head_only else None  # a head warm-up trains the head alone: no MLM pass
         if mlm is not None:  # the auxiliary MLM loss: a second pass on a masked copy of the batch
             masked_ids, mlm_labels = mlm.mask(input_ids, attention_mask)
-            masked_ids, mlm_labels = to_device(masked_ids, device), to_device(mlm_labels, device)
+            masked_ids, mlm_labels = to_device(masked_ids, device), mlm.targets(mlm_labels, device)
         out = self.net(
             to_device(input_ids, device),
             to_device(attention_mask, device),
@@ -367,16 +367,17 @@ class Trainer:
             if len(local) == 0:  # a global batch smaller than the world: join the all-reduce with zero gradient
                 local = index[:1]
             index = local
-        with autocast(self.precision, self.device):
-            loss = self.loss_on(index)
-        whole, local = (None, loss) if isinstance(loss, torch.Tensor) else loss
-        scaled = reported = torch.zeros((), device=self.device)
-        if local is not None:
-            scaled = local * (weight * self.world) if self.world > 1 else local
-            reported = local.detach().float() * weight
-        if whole is not None:
-            scaled, reported = scaled + whole * self.world, reported + whole.detach().float() / self.world
-        (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
+        with tf32(self.precision == "tf32"):  # the forward's matrix products and the backward's alike
+            with autocast(self.precision, self.device):
+                loss = self.loss_on(index)
+            whole, local = (None, loss) if isinstance(loss, torch.Tensor) else loss
+            scaled = reported = torch.zeros((), device=self.device)
+            if local is not None:
+                scaled = local * (weight * self.world) if self.world > 1 else local
+                reported = local.detach().float() * weight
+            if whole is not None:
+                scaled, reported = scaled + whole * self.world, reported + whole.detach().float() / self.world
+            (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)  # clip the true gradients
         if self.config.max_grad_norm:  # 0: no clipping (DefSent)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from ..encoder.pooling import get_pooling
-from ..encoder.tokenize import pad_batch, pad_id, tokenize
+from ..encoder.tokenize import pad_batch, pad_id, to_device, tokenize
 from ..errors import DefsentError
 from .config import DELETION, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
 from .loss import info_nce
@@ -154,8 +154,9 @@ class TsdaeTrainer(Trainer):
         padding = pad_id(tokenizer)
         source = pad_batch(tokenize(damaged, tokenizer, self.pool, self.max_length), padding)
         target = pad_batch([self.data.token_ids[i] for i in index], padding)
-        features = [
-            {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)} for ids, mask in (source, target)
+        features = [  # pinned, non-blocking copies (tokenize.to_device): the host does not wait for the GPU here
+            {"input_ids": to_device(ids, self.device), "attention_mask": to_device(mask, self.device)}
+            for ids, mask in (source, target)
         ]
         self.encoded.clear()
         loss = self.loss_model(features, None)
