@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from ..encoder.tokenize import to_device
 from ..encoder.word_head import WordHead
 from ..errors import DefsentError
 from .loss import bank_cross_entropy
@@ -39,8 +40,6 @@ class MaskedLM:
     def targets(self, labels: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor] | None:
         """(flat positions, original ids) of the masked tokens on ``device``, found in the host's labels (on a
         GPU, a boolean mask there would make the host wait for it); None when nothing was masked."""
-        from ..encoder.tokenize import to_device
-
         flat = labels.flatten()
         positions = (flat != -100).nonzero().squeeze(1)
         if len(positions) == 0:
