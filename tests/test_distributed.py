@@ -173,6 +173,8 @@ def _pairs_run_in_one_and_two_processes(tmp_path: Path, command: str, *options) 
     assert one.returncode == 0, one.stderr.decode()
     two = _run([*TORCHRUN, *args, "-o", dist])
     assert two.returncode == 0, two.stderr.decode()
+    # every trainable parameter is in the loss (the bi-encoder's pooler is frozen): DDP does not look for unused ones
+    assert b"find_unused_parameters=True" not in two.stderr, two.stderr.decode()[-2000:]
     return single, dist
 
 

@@ -262,12 +262,17 @@ class Trainer:
         if self.world == 1 or isinstance(self.net, torch.nn.parallel.DistributedDataParallel):
             return
         distributed.init(self.device)
+        # --pooler none leaves a trainable pooler out of the loss, and a head warm-up the encoder: DDP must not
+        # wait for their gradients. Where every trainable parameter is used (a frozen or absent pooler), it need
+        # not walk the graph after every forward pass looking for unused ones (nor warn that it found none).
+        pooler = getattr(self.model, "pooler", None)
+        idle_pooler = getattr(self.head, "dense", None) is None and any(
+            p.requires_grad for p in (pooler.parameters() if pooler is not None else ())
+        )
         self.net = torch.nn.parallel.DistributedDataParallel(
             self.net,
             device_ids=[self.device] if self.device.type == "cuda" else None,
-            # --pooler none leaves the model's pooler out of the loss, and a head warm-up the encoder:
-            # DDP must not wait for their gradients.
-            find_unused_parameters=getattr(self.head, "dense", None) is None or self.config.head_warmup_steps > 0,
+            find_unused_parameters=idle_pooler or self.config.head_warmup_steps > 0,
         )
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor | StepLoss:
