@@ -37,15 +37,16 @@ import bench.gpu as gpu_bench  # noqa: E402
 from bench.gpu import common_arguments, definitions, timed, unit  # noqa: E402
 
 
-def padded_to(id_lists: list[list[int]], rows: int, length: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, mask) of shape (rows, length): the lists right-padded, then rows filled up with the first one."""
-    lists = list(id_lists) + [id_lists[0]] * (rows - len(id_lists))
-    ids = np.full((rows, length), pad, dtype=np.int64)
-    mask = np.zeros((rows, length), dtype=np.int64)
-    for i, row in enumerate(lists):
-        ids[i, : len(row)] = row
-        mask[i, : len(row)] = 1
-    return ids, mask
+def padded_to(id_lists: list[list[int]], rows: int, length: int, pad: int):
+    """(ids, mask) host tensors of shape (rows, length): ``tokenize.pad_batch``'s, with the rows filled up with
+    copies of the first list and the columns padded up to ``length``."""
+    import torch.nn.functional as F
+
+    from defsent_cli.encoder.tokenize import pad_batch
+
+    ids, mask = pad_batch(list(id_lists) + [id_lists[0]] * (rows - len(id_lists)), pad)
+    extra = length - ids.shape[1]
+    return F.pad(ids, (0, extra), value=pad), F.pad(mask, (0, extra))
 
 
 class GraphEncoder:
@@ -105,27 +106,32 @@ class GraphEncoder:
             plan.append((index, -(-longest // self.bucket) * self.bucket))
         return plan
 
-    def prepare(self, id_lists: list[list[int]]) -> None:
-        for _, length in self.plan(id_lists):
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """The ids ``encode()`` reads for mean pooling (defsent's threaded tokeniser)."""
+        from defsent_cli.encoder.pooling import build_pooling
+        from defsent_cli.encoder.tokenize import tokenize
+
+        return tokenize(texts, self.loaded.tokenizer, build_pooling("mean"), self.loaded.max_length)
+
+    def prepare(self, texts: list[str]) -> None:
+        """Every graph ``encode(texts)`` will replay, captured now (outside the timing)."""
+        for _, length in self.plan(self.tokenize(texts)):
             self.shape(length)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         import torch
 
-        from defsent_cli.encoder.pooling import build_pooling
-        from defsent_cli.encoder.tokenize import tokenize
-
-        id_lists = tokenize(texts, self.loaded.tokenizer, build_pooling("mean"), self.loaded.max_length)
+        id_lists = self.tokenize(texts)
         parts, where = [], []
         with torch.inference_mode():
             for index, length in self.plan(id_lists):
                 graph, ids_buffer, mask_buffer, out = self.shape(length)
                 ids, mask = padded_to([id_lists[i] for i in index], self.batch, length, self.pad)
                 if graph is None:
-                    parts.append(self.forward(torch.from_numpy(ids), torch.from_numpy(mask))[: len(index)])
+                    parts.append(self.forward(ids, mask)[: len(index)])
                 else:
-                    ids_buffer.copy_(torch.from_numpy(ids).pin_memory(), non_blocking=True)
-                    mask_buffer.copy_(torch.from_numpy(mask).pin_memory(), non_blocking=True)
+                    ids_buffer.copy_(ids.pin_memory(), non_blocking=True)
+                    mask_buffer.copy_(mask.pin_memory(), non_blocking=True)
                     graph.replay()
                     parts.append(out[: len(index)].clone())  # the buffer is the next replay's
                 where.append(index)
@@ -177,10 +183,7 @@ def main() -> None:
     add("defsent fp32", lambda: encode(texts, loaded, "mean", batch_size=args.batch, show_progress_bar=False))
     graphs = GraphEncoder(loaded, args.batch, args.bucket, graphs=device == "cuda")
     try:
-        from defsent_cli.encoder.pooling import build_pooling
-        from defsent_cli.encoder.tokenize import tokenize
-
-        graphs.prepare(tokenize(texts, loaded.tokenizer, build_pooling("mean"), loaded.max_length))
+        graphs.prepare(texts)
         name = "defsent fp32, CUDA graphs" if graphs.graphs else "defsent fp32, bucketed (no graphs)"
         add(name, lambda: graphs.encode(texts))
         failed = None
