@@ -200,14 +200,14 @@ class ContrastiveTrainer(Trainer):
         return input_ids, attention_mask, bool(attention_mask.min() == 0)
 
     def _forward(self, batch, mlm_on=None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """(reps of ``batch``, the masked pass's token states, its labels): with an MLM loss and ``mlm_on`` (a
+        """(reps of ``batch``, the masked pass's token states, its MLM targets): with an MLM loss and ``mlm_on`` (a
         batch), a masked copy of ``mlm_on`` goes through the model in the same call (DDP sees one forward)."""
         input_ids, attention_mask, padded = batch
         device = self.device
-        masked_ids = labels = masked_mask = None
+        masked_ids = mlm_targets = masked_mask = None
         if self.mlm is not None and mlm_on is not None:
             masked_ids, labels = self.mlm.mask(mlm_on[0], mlm_on[1])
-            masked_ids, labels = to_device(masked_ids, device), self.mlm.targets(labels, device)
+            masked_ids, mlm_targets = to_device(masked_ids, device), self.mlm.targets(labels, device)
             masked_mask = None if mlm_on is batch else to_device(mlm_on[1], device)
         out = self.net(
             to_device(input_ids, device),
@@ -216,7 +216,7 @@ class ContrastiveTrainer(Trainer):
             padded=padded,
             masked_mask=masked_mask,
         )
-        return (*out, labels) if masked_ids is not None else (out, None, None)  # labels: MaskedLM.targets
+        return (*out, mlm_targets) if masked_ids is not None else (out, None, None)
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
         """InfoNCE of this process's queries against the global batch's keys (+ λ · MLM)."""
@@ -224,24 +224,24 @@ class ContrastiveTrainer(Trainer):
         originals = [self.data.token_ids[i] for i in index]
         if self.objective == "simcse":
             views = self._batch(originals + originals)  # both views in one pass; the MLM masks both (SimCSE)
-            reps, states, labels = self._forward(views, mlm_on=views)
+            reps, states, mlm_targets = self._forward(views, mlm_on=views)
             queries, keys = reps[:n], reps[n:]
         else:
             texts = [self.damaged[i] for i in index.tolist()]
             damaged_ids = tokenize(texts, self.loaded.tokenizer, self.pool, self.max_length)
             original, damaged = self._batch(originals), self._batch(damaged_ids)
             if self.stop_gradient == "none":  # both sides learn: one pass over both
-                reps, states, labels = self._forward(self._batch(originals + damaged_ids), mlm_on=original)
+                reps, states, mlm_targets = self._forward(self._batch(originals + damaged_ids), mlm_on=original)
                 queries, keys = reps[:n], reps[n:]
             else:
                 learns, fixed = (damaged, original) if self.stop_gradient == "original" else (original, damaged)
                 with torch.no_grad():  # the stop-gradient side: no graph at all
                     targets = self._forward(fixed)[0]
-                moving, states, labels = self._forward(learns, mlm_on=original)
+                moving, states, mlm_targets = self._forward(learns, mlm_on=original)
                 queries, keys = (targets, moving) if self.stop_gradient == "original" else (moving, targets)
         loss = info_nce(queries, keys, scale=1.0 / self.temperature, sizes=self.sizes)
         if states is not None:  # the masked pass ran (its targets are None when nothing was masked)
-            loss = loss + self.config.mlm_weight * self.mlm.loss(states, labels)
+            loss = loss + self.config.mlm_weight * self.mlm.loss(states, mlm_targets)
         return loss
 
     def info(self) -> dict:

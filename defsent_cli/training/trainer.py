@@ -287,11 +287,11 @@ class Trainer:
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
         padded = bool(attention_mask.min() == 0)  # on the host copy: no wait for the GPU
         head_only = self.step < config.head_warmup_steps
-        masked_ids = mlm_labels = None
+        masked_ids = mlm_targets = None
         mlm = self.mlm if not head_only else None  # a head warm-up trains the head alone: no MLM pass
         if mlm is not None:  # the auxiliary MLM loss: a second pass on a masked copy of the batch
             masked_ids, mlm_labels = mlm.mask(input_ids, attention_mask)
-            masked_ids, mlm_labels = to_device(masked_ids, device), mlm.targets(mlm_labels, device)
+            masked_ids, mlm_targets = to_device(masked_ids, device), mlm.targets(mlm_labels, device)
         out = self.net(
             to_device(input_ids, device),
             to_device(attention_mask, device),
@@ -304,7 +304,7 @@ class Trainer:
             reps = torch.nn.functional.normalize(reps, dim=1)
         if config.logit_scale != 1.0:
             reps = reps * config.logit_scale
-        mlm_loss = config.mlm_weight * mlm.loss(masked_states, mlm_labels) if mlm is not None else None
+        mlm_loss = config.mlm_weight * mlm.loss(masked_states, mlm_targets) if mlm is not None else None
         if self.shard is not None:
             labels = to_device(torch.from_numpy(self.data.labels[self.global_batch]), device)
             whole = self.shard.loss(reps, labels, self.sizes, config.label_smoothing)
