@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -360,22 +361,49 @@ def all_gather_batch(local: Any, sizes: Sequence[int], mine_first: bool = True) 
 
     ``local`` holds this rank's ``sizes[rank]`` rows (one placeholder row on a rank that holds none, see
     ``Trainer.train_step``); ``sizes`` every rank's count (:func:`shard_sizes`). The ranks pad to the same
-    number of rows (a collective needs equal shapes) and the padding is cut off again. The gather is torch's
-    autograd-aware one (``torch.distributed._functional_collectives.all_gather_single``, which torch names
-    as the successor of the deprecated ``torch.distributed.nn.functional.all_gather``): its backward
-    reduce-scatters the gradients, so each row's gradients from every rank are summed on the rank the row
-    came from. In one process, ``local`` itself.
+    number of rows (a collective needs equal shapes) and the padding is cut off again. The gather carries
+    gradients (:func:`_gather_rows`): each row's gradients from every rank are summed on the rank the row came
+    from. In one process, ``local`` itself.
     """
     if not active():
         return local
     _require()
     import torch
-    import torch.distributed as dist
-    from torch.distributed._functional_collectives import all_gather_single
 
     me = rank()
     rows = max(max(sizes), 1)
     padded = torch.nn.functional.pad(local, (0, 0, 0, rows - local.shape[0]))
-    parts = all_gather_single(padded.contiguous(), 0, dist.group.WORLD).view(len(sizes), rows, *local.shape[1:])
+    parts = _gather_rows().apply(padded.contiguous())
     order = [me, *(r for r in range(len(sizes)) if r != me)] if mine_first else range(len(sizes))
     return torch.cat([parts[r, : sizes[r]] for r in order])
+
+
+@functools.cache
+def _gather_rows() -> Any:
+    """An autograd function: every rank's equally shaped tensor stacked in rank order (``dist.all_gather``);
+    backward sums the gradient of the stack over the ranks (``dist.all_reduce``) and keeps this rank's part.
+
+    Written here because torch's autograd-aware gathers are private or deprecated and not the same from one
+    release to the next: ``torch.distributed._functional_collectives.all_gather_single`` carries gradients in
+    torch 2.13 but does not exist in 2.11 (training under torchrun failed there with an ImportError), and
+    ``torch.distributed.nn.functional.all_gather`` warns that it will go. These two public collectives are in
+    every torch this package supports, on gloo and NCCL alike. The all-reduce moves the whole stack where a
+    reduce-scatter would move one part: a batch of embeddings, a few hundred kilobytes.
+    """
+    import torch
+    import torch.distributed as dist
+
+    class GatherRows(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, tensor: Any) -> Any:
+            parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+            dist.all_gather(parts, tensor)
+            return torch.stack(parts)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            total = grad.clone(memory_format=torch.contiguous_format)  # autograd's tensor is not ours to change
+            dist.all_reduce(total)
+            return total[dist.get_rank()]
+
+    return GatherRows

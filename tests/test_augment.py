@@ -58,6 +58,7 @@ def test_random_pairs_have_k_distinct_partners_and_never_the_sentence_itself():
 
 
 def test_bm25_finds_the_sentence_with_the_most_shared_words():
+    pytest.importorskip("bm25s")  # the [augment] extra (the GPU machine's image lacks it)
     pool = ["a dog runs in the park", "the dog runs fast", "my cat sleeps", "the cat sleeps all day", "stocks fell"]
     best = dict(bm25_pairs(pool, 1))
     assert (best[0], best[1], best[2], best[3]) == (1, 0, 3, 2)
@@ -77,6 +78,7 @@ def test_semantic_pairs_are_the_nearest_by_cosine():
 
 
 def test_sample_label_filter_on_the_command_line(cli, tiny_bert, tmp_path):
+    pytest.importorskip("bm25s")  # the [augment] extra: --strategy bm25
     pool = tmp_path / "pool.txt"
     write(pool, CORPUS)
     pairs = tmp_path / "pairs.tsv"

@@ -3,7 +3,10 @@
 # 10-minute limit; the log and a JUnit report come back in $OUT.
 # Here: ../shared/tools/gpu-bundle (then carry .gpu). There:  bash bench/gpu_runs/suite.sh [PYTEST ARGS]
 # (default: tests; e.g. tests/test_gpu.py for the GPU tests alone).
-# SECONDS_LEFT (default 540) bounds pytest; WORKERS (default: cores - 2) the xdist workers.
+# SECONDS_LEFT (default 540) bounds pytest; WORKERS (default: cores - 2) the xdist workers, each with one CPU thread
+# (OMP_NUM_THREADS=1: 14 workers of 16 threads each on 16 cores spend their time waiting for each other).
+# Each failure is written to $OUT/failures.log as it happens (bench/gpu_runs/live_failures.py), so a run stopped
+# by the time limit still names its failures.
 source .gpu/setup.sh
 OUT=${OUT:-/tmp/suite-out}
 mkdir -p "$OUT"
@@ -14,10 +17,11 @@ print(f"{gpu}; torch {torch.__version__}, transformers {transformers.__version__
 EOF
 workers=${WORKERS:-$(( $(nproc) > 4 ? $(nproc) - 2 : 1 ))}
 parallel=""
-if python3 -c "import xdist" 2>/dev/null; then parallel="-n $workers --dist load"; else echo "no pytest-xdist here: one process"; fi
+if python3 -c "import xdist" 2>/dev/null; then parallel="-n $workers --dist load"; export OMP_NUM_THREADS=1; else echo "no pytest-xdist here: one process"; fi
 set -o pipefail
-timeout "${SECONDS_LEFT:-540}" python3 -m pytest -q -m "not slow" $parallel -p no:cacheprovider --tb=short -rfE \
+timeout "${SECONDS_LEFT:-540}" python3 -m pytest -q -m "not slow" $parallel -p no:cacheprovider -p bench.gpu_runs.live_failures --tb=short -rfE \
   --junitxml="$OUT/suite.xml" "${@:-tests}" 2>&1 | grep -v -i warning > "$OUT/suite.log"
 rc=$?
 grep -E "^(FAILED|ERROR)|passed|failed|error" "$OUT/suite.log" | tail -40
+[ -f "$OUT/failures.log" ] && grep "^==== " "$OUT/failures.log"
 echo "pytest rc $rc"

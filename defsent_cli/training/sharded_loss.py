@@ -4,7 +4,7 @@ Each of the W processes holds a contiguous 1/W of the bank's rows (rows [a_r, b_
 HDF5 file), so the bank costs O(entries / W) memory per process. Each step:
 
 1. the representations of the global batch (B rows, process r holding n_r of them) are all-gathered in the
-   batch's order (``distributed.all_gather_batch``: torch's autograd-aware all-gather), so row i is the same
+   batch's order (``distributed.all_gather_batch``: an all-gather that carries gradients), so row i is the same
    item on every process;
 2. every process runs the online softmax of all B rows over ITS rows only (``loss.softmax_stats``, one
    (B x chunk) block of logits at a time): per row the max m_r, Z_r = Σ_{j in r} exp(l_j - m_r) and
