@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..encoder.encode import model_mask
 from ..encoder.tokenize import on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError
@@ -84,9 +85,16 @@ class PairScorer:
             keep = keep & ~torch.isin(batch["input_ids"], self.specials)
         return keep & (batch["segments"] == 1), keep & (batch["segments"] == 2)
 
-    def forward(self, batch: dict[str, torch.Tensor]):
-        """CE: one logit per pair; CBE: the two pooled vectors (u, v)."""
+    @staticmethod
+    def to_device(batch: dict[str, torch.Tensor], device) -> tuple[dict[str, torch.Tensor], bool]:
+        """The batch on ``device``, and whether it holds padding (read on the host copy: no wait for the GPU)."""
+        return {k: to_device(v, device) for k, v in batch.items()}, bool(batch["attention_mask"].min() == 0)
+
+    def forward(self, batch: dict[str, torch.Tensor], padded: bool = True):
+        """CE: one logit per pair; CBE: the two pooled vectors (u, v). ``padded``: as :meth:`to_device` says (the
+        model gets ``encode.model_mask``'s mask: none without padding, a ready SDPA mask, so no host sync)."""
         inputs = {k: v for k, v in batch.items() if k != "segments"}
+        inputs["attention_mask"] = model_mask(self.model, batch["attention_mask"], padded)
         out = self.model(**inputs)
         if self.arch == "ce":
             return out.logits[:, 0]
@@ -100,7 +108,7 @@ class PairScorer:
         scores = []  # kept on the device and copied back once: the host tokenises the next batch meanwhile
         for start in range(0, len(texts1), batch_size):
             batch = self.batch(texts1[start : start + batch_size], texts2[start : start + batch_size])
-            out = self.forward({k: to_device(v, device) for k, v in batch.items()})
+            out = self.forward(*self.to_device(batch, device))
             if self.arch == "ce":
                 scores.append(torch.sigmoid(out.float()))
             else:
@@ -117,8 +125,8 @@ class TeacherForward(torch.nn.Module):
         super().__init__()
         self.model, self.scorer = scorer.model, scorer
 
-    def forward(self, **batch):
-        return self.scorer.forward(batch)
+    def forward(self, padded: bool = True, **batch):
+        return self.scorer.forward(batch, padded)
 
 
 class PairScoreCriterion:
@@ -185,7 +193,8 @@ class TeacherTrainer(PairsTrainer):
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
         """CE: binary cross-entropy of the logit against the rescaled score; CBE: the squared error of the cosine."""
         batch = self.scorer.batch([self.data.texts[i] for i in index], [self.texts2[i] for i in index])
-        out = self.net(**{k: to_device(v, self.device) for k, v in batch.items()})
+        inputs, padded = self.scorer.to_device(batch, self.device)
+        out = self.net(padded=padded, **inputs)
         labels = to_device(torch.from_numpy(self.data.labels[index]), self.device)
         with torch.autocast(labels.device.type, enabled=False):
             if self.arch == "ce":
