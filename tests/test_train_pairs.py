@@ -4,6 +4,7 @@ dev evaluation keeping the best epoch, the checkpoint sentence-transformers read
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -115,4 +116,6 @@ def test_no_progress_silences_the_dev_evaluations_too(cli, tiny_bert, pairs, min
     quiet = cli(*args, "-o", tmp_path / "b", "--no-progress")
     assert shown.exit_code == quiet.exit_code == 0, (shown.stderr, quiet.stderr)
     assert "STS-B (" in shown.stderr  # the epoch's dev evaluation encodes STS-B dev with a bar
+    # the training bar's loss field is text ("-" until the first loss is read), filled with the loss to 3 places
+    assert re.search(r"loss \d+\.\d{3} lr ", shown.stderr), shown.stderr
     assert "━" not in quiet.stderr and "STS-B (" not in quiet.stderr, quiet.stderr

@@ -425,14 +425,14 @@ class Trainer:
         config, main = self.config, distributed.is_main()
         n_defs = sum(len(self.schedule.batch(s)) for s in range(self.step, self.total_steps))
         window: list[torch.Tensor] = []  # the steps' losses since the last log row, still on the device
-        extra = "loss {task.fields[loss]:.3f} lr {task.fields[lr]:.1e}"
+        extra = "loss {task.fields[loss]} lr {task.fields[lr]:.1e}"
         if self.dev is not None:
             extra += " " + config.eval_on + " {task.fields[dev]} best {task.fields[best]}"
         with (
             make_progress("defs", show_progress if main else False, extra=extra) as progress,
             open(work_dir / "log.jsonl", "a", encoding="utf-8") if main else nullcontext() as log,
         ):
-            task = progress.add_task("training", total=n_defs, loss=float("nan"), lr=config.lr, dev="-", best="-")
+            task = progress.add_task("training", total=n_defs, loss="-", lr=config.lr, dev="-", best="-")
 
             def evaluate() -> None:  # rank 0 scores, the others wait for it (dict-dev under torchrun: all score)
                 if self.dev is not None and (main or self.dev.criterion.every_process):
@@ -468,7 +468,7 @@ class Trainer:
                 if self.step % config.log_every == 0 or self.step == self.total_steps:
                     loss = checked()
                     self.elapsed = time.perf_counter() - started
-                    progress.update(task, loss=loss)
+                    progress.update(task, loss=f"{loss:.3f}")
                     row = {
                         "step": self.step,
                         "definitions": min(self.step * config.batch_size, len(self.data) * config.epochs),
