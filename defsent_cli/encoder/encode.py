@@ -24,7 +24,7 @@ from ..space.linalg import l2_normalize
 from .models import LoadedModel
 from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
 from .precision import no_cudnn_attention, tf32
-from .tokenize import length_batches, pad_batch, to_device, tokenize
+from .tokenize import has_padding, length_batches, pad_batch, to_device, tokenize
 from .tokenize import pad_id as padding_id
 
 
@@ -170,7 +170,7 @@ def encode_ids(
 
     def pooled(index: np.ndarray) -> torch.Tensor:
         input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
-        padded = bool(attention_mask.min() == 0)  # on the host copy
+        padded = has_padding(attention_mask)
         input_ids, attention_mask = to_device(input_ids, device), to_device(attention_mask, device)
         batch = model_outputs(model, input_ids, attention_mask, pooling, padded)
         return pooling(replace(batch, mask_token_id=tokenizer.mask_token_id)).float()

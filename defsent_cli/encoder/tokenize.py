@@ -98,6 +98,12 @@ def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Ten
     return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))
 
 
+def has_padding(attention_mask: torch.Tensor) -> bool:
+    """Whether any row of a host mask (:func:`pad_batch`'s) is padded: read before the copy to a GPU (asked of
+    the GPU's copy, the host would wait for the GPU), and handed to ``encode.model_mask``."""
+    return bool(attention_mask.min() == 0)
+
+
 def to_device(tensor: torch.Tensor, device) -> torch.Tensor:
     """A host tensor on ``device``; to a GPU through pinned memory and a non-blocking copy, so the host
     goes on preparing the next batch while the copy and the work queued before it run."""

@@ -54,7 +54,7 @@ from .. import distributed
 from ..encoder.head import PoolerHead, fresh_mlp
 from ..encoder.models import load_model
 from ..encoder.pooling import get_pooling
-from ..encoder.tokenize import pad_batch, to_device, tokenize
+from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
 from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import load_word_head
 from ..errors import DefsentError
@@ -197,7 +197,7 @@ class ContrastiveTrainer(Trainer):
     def _batch(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, bool]:
         """(input ids, attention mask, whether padded) of token id lists, padded on the host."""
         input_ids, attention_mask = pad_batch(ids, padding_id(self.loaded.tokenizer))
-        return input_ids, attention_mask, bool(attention_mask.min() == 0)
+        return input_ids, attention_mask, has_padding(attention_mask)
 
     def _forward(self, batch, mlm_on=None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """(reps of ``batch``, the masked pass's token states, its MLM targets): with an MLM loss and ``mlm_on`` (a

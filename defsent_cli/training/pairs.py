@@ -31,7 +31,7 @@ from .. import distributed
 from ..encoder.head import PoolerHead
 from ..encoder.models import load_model
 from ..encoder.pooling import get_pooling
-from ..encoder.tokenize import pad_batch, to_device, tokenize
+from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
@@ -144,7 +144,7 @@ class PairsTrainer(Trainer):
         """The loss of cos(u, v) against the rescaled scores, both sides in one pass."""
         ids = [self.data.token_ids[i] for i in index] + [self.second[i] for i in index]
         input_ids, attention_mask = pad_batch(ids, padding_id(self.loaded.tokenizer))
-        padded = bool(attention_mask.min() == 0)
+        padded = has_padding(attention_mask)
         reps = self.net(to_device(input_ids, self.device), to_device(attention_mask, self.device), padded=padded)
         reps = reps.float()
         labels = to_device(torch.from_numpy(self.data.labels[index]), self.device)

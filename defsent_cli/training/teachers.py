@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ..encoder.encode import model_mask
-from ..encoder.tokenize import on_device, to_device
+from ..encoder.tokenize import has_padding, on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError
 from .pairs import PairsTrainer
@@ -86,12 +86,12 @@ class PairScorer:
         return keep & (batch["segments"] == 1), keep & (batch["segments"] == 2)
 
     @staticmethod
-    def to_device(batch: dict[str, torch.Tensor], device) -> tuple[dict[str, torch.Tensor], bool]:
-        """The batch on ``device``, and whether it holds padding (read on the host copy: no wait for the GPU)."""
-        return {k: to_device(v, device) for k, v in batch.items()}, bool(batch["attention_mask"].min() == 0)
+    def device_batch(batch: dict[str, torch.Tensor], device) -> tuple[dict[str, torch.Tensor], bool]:
+        """The batch on ``device``, and whether it holds padding (``tokenize.has_padding``)."""
+        return {k: to_device(v, device) for k, v in batch.items()}, has_padding(batch["attention_mask"])
 
     def forward(self, batch: dict[str, torch.Tensor], padded: bool = True):
-        """CE: one logit per pair; CBE: the two pooled vectors (u, v). ``padded``: as :meth:`to_device` says (the
+        """CE: one logit per pair; CBE: the two pooled vectors (u, v). ``padded``: as :meth:`device_batch` says (the
         model gets ``encode.model_mask``'s mask: none without padding, a ready SDPA mask, so no host sync)."""
         inputs = {k: v for k, v in batch.items() if k != "segments"}
         inputs["attention_mask"] = model_mask(self.model, batch["attention_mask"], padded)
@@ -108,7 +108,7 @@ class PairScorer:
         scores = []  # kept on the device and copied back once: the host tokenises the next batch meanwhile
         for start in range(0, len(texts1), batch_size):
             batch = self.batch(texts1[start : start + batch_size], texts2[start : start + batch_size])
-            out = self.forward(*self.to_device(batch, device))
+            out = self.forward(*self.device_batch(batch, device))
             if self.arch == "ce":
                 scores.append(torch.sigmoid(out.float()))
             else:
@@ -193,7 +193,7 @@ class TeacherTrainer(PairsTrainer):
     def loss_on(self, index: np.ndarray) -> torch.Tensor:
         """CE: binary cross-entropy of the logit against the rescaled score; CBE: the squared error of the cosine."""
         batch = self.scorer.batch([self.data.texts[i] for i in index], [self.texts2[i] for i in index])
-        inputs, padded = self.scorer.to_device(batch, self.device)
+        inputs, padded = self.scorer.device_batch(batch, self.device)
         out = self.net(padded=padded, **inputs)
         labels = to_device(torch.from_numpy(self.data.labels[index]), self.device)
         with torch.autocast(labels.device.type, enabled=False):

@@ -39,7 +39,7 @@ from ..encoder.head import PoolerHead, setup_pooler
 from ..encoder.models import load_model
 from ..encoder.pooling import PoolingInput, get_pooling
 from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_train_precision, tf32
-from ..encoder.tokenize import pad_batch, to_device
+from ..encoder.tokenize import has_padding, pad_batch, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
 from ..errors import DefsentError
@@ -285,7 +285,7 @@ class Trainer:
         pad_id = padding_id(self.loaded.tokenizer)
         device = self.device
         input_ids, attention_mask = pad_batch([self.data.token_ids[i] for i in index], pad_id)
-        padded = bool(attention_mask.min() == 0)  # on the host copy: no wait for the GPU
+        padded = has_padding(attention_mask)
         head_only = self.step < config.head_warmup_steps
         masked_ids = mlm_targets = None
         mlm = self.mlm if not head_only else None  # a head warm-up trains the head alone: no MLM pass
