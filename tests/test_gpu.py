@@ -324,6 +324,40 @@ def test_the_cuda_graph_experiment_s_batches_give_encode_s_vectors(tiny_bert):
     assert len(bucketed.shapes) > 1  # several lengths, so the rounding and the filled-up last batch were used
 
 
+def test_the_gpu_suite_plugin_logs_each_test_as_it_ends(tmp_path):
+    """bench/gpu_runs/live_failures.py, as suite.sh uses it: every finished test is in done.log as it ends, each
+    failure's report in failures.log, and collected.txt names every test, so a run cut off by the lent machine's
+    time limit says what failed and what never ran."""
+    (tmp_path / "test_toy.py").write_text(
+        "import pytest\n"
+        "def test_a(): pass\n"
+        "def test_b(): assert 1 == 2, 'b is wrong'\n"
+        "@pytest.fixture\n"
+        "def broken(): raise RuntimeError('no fixture')\n"
+        "def test_c(broken): pass\n"
+        "@pytest.mark.skip(reason='not here')\n"
+        "def test_d(): pass\n"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env.pop("PYTEST_XDIST_WORKER", None)  # this test may itself run in an xdist worker
+    plugin = ["-p", "no:cacheprovider", "-p", "bench.gpu_runs.live_failures"]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", *plugin, "test_toy.py"], cwd=tmp_path, env=env)
+    assert run.returncode == 1
+    assert (out / "collected.txt").read_text().split() == [f"test_toy.py::test_{n}" for n in "abcd"]
+    done = [line.split(" ", 2) for line in (out / "done.log").read_text().splitlines()]
+    assert [(outcome, nodeid) for outcome, _, nodeid in done] == [
+        ("passed", "test_toy.py::test_a"),
+        ("failed", "test_toy.py::test_b"),
+        ("failed", "test_toy.py::test_c"),  # its setup failed: finished, as an error
+        ("skipped", "test_toy.py::test_d"),
+    ]
+    failures = (out / "failures.log").read_text()
+    assert failures.startswith("==== test_toy.py::test_b (call, ") and "b is wrong" in failures
+    assert "==== test_toy.py::test_c (setup, " in failures and "no fixture" in failures
+    assert "test_a" not in failures and "test_d" not in failures
+
+
 # --- on a CUDA GPU ------------------------------------------------------------------------------------
 
 

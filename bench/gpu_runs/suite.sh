@@ -5,11 +5,13 @@
 # (default: tests; e.g. tests/test_gpu.py for the GPU tests alone).
 # SECONDS_LEFT (default 540) bounds pytest; WORKERS (default: cores - 2) the xdist workers, each with one CPU thread
 # (OMP_NUM_THREADS=1: 14 workers of 16 threads each on 16 cores spend their time waiting for each other).
-# Each failure is written to $OUT/failures.log as it happens (bench/gpu_runs/live_failures.py), so a run stopped
-# by the time limit still names its failures.
+# Each failure is written to $OUT/failures.log as it happens, each finished test to $OUT/done.log
+# (bench/gpu_runs/live_failures.py), so a run stopped by the time limit still names its failures, and
+# $OUT/not-run.txt lists the collected tests it never finished.
 source .gpu/setup.sh
 OUT=${OUT:-/tmp/suite-out}
 mkdir -p "$OUT"
+rm -f "$OUT"/failures.log "$OUT"/done.log "$OUT"/collected.txt "$OUT"/not-run.txt
 python3 - <<'EOF' | tee "$OUT/machine.txt"
 import platform, torch, transformers
 gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA GPU"
@@ -24,4 +26,8 @@ timeout "${SECONDS_LEFT:-540}" python3 -m pytest -q -m "not slow" $parallel -p n
 rc=$?
 grep -E "^(FAILED|ERROR)|passed|failed|error" "$OUT/suite.log" | tail -40
 [ -f "$OUT/failures.log" ] && grep "^==== " "$OUT/failures.log"
+if [ -f "$OUT/collected.txt" ]; then
+  comm -23 <(sort "$OUT/collected.txt") <(cut -d' ' -f3- "$OUT/done.log" 2>/dev/null | sort) > "$OUT/not-run.txt"
+  echo "$(cat "$OUT/done.log" 2>/dev/null | wc -l) of $(wc -l < "$OUT/collected.txt") tests finished; not run: $(wc -l < "$OUT/not-run.txt") ($OUT/not-run.txt)"
+fi
 echo "pytest rc $rc"
