@@ -67,11 +67,10 @@ class GraphEncoder:
 
     def forward(self, ids, mask):
         from defsent_cli.encoder.encode import model_mask  # SDPA's ready-made mask: no host sync to ask for it
+        from defsent_cli.encoder.pooling import masked_mean  # mean pooling's own (tensor operations only)
 
         states = self.loaded.model(input_ids=ids, attention_mask=model_mask(self.loaded.model, mask, True))
-        states = states.last_hidden_state
-        weights = mask.unsqueeze(-1).to(states.dtype)
-        return (states * weights).sum(1) / weights.sum(1)
+        return masked_mean(states.last_hidden_state, mask)
 
     def shape(self, length: int):
         import torch

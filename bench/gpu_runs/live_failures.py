@@ -24,13 +24,9 @@ def _out(name: str) -> Path:
 
 
 def pytest_collection_finish(session) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0" and not _is_controller(session.config):
+    # the xdist controller never gets here (it collects nothing); of the workers, gw0 writes
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0":
         _out("collected.txt").write_text("".join(f"{item.nodeid}\n" for item in session.items))
-
-
-def _is_controller(config) -> bool:
-    """True in the xdist controller, which collects nothing (its workers do)."""
-    return config.pluginmanager.hasplugin("dsession")
 
 
 def pytest_runtest_logreport(report) -> None:

@@ -40,16 +40,14 @@ def model_mask(model, attention_mask: torch.Tensor, padded: bool):
 
 
 def model_outputs(
-    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling, padded: bool | None = None
+    model, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: Pooling, padded: bool
 ) -> PoolingInput:
     """One forward pass, returning what ``pooling`` reads: its layers' mean states, its Ditto diagonal.
 
-    ``padded``: whether any position is padding, when the caller knows it from the host copy of the mask
-    (asking the GPU copy would wait for the GPU). Half-precision states are upcast: pooling runs in float32.
+    ``padded``: whether any position is padding, read on the host copy of the mask (``tokenize.has_padding``;
+    asking the GPU copy would wait for the GPU). Half-precision states are upcast: pooling runs in float32.
     """
     want_layers, head = pooling.layers is not None, pooling.ditto_head
-    if padded is None:
-        padded = bool((attention_mask == 0).any())
     out = model(
         input_ids=input_ids,
         attention_mask=model_mask(model, attention_mask, padded),
