@@ -7,7 +7,8 @@
 Encoding, the same ``--texts`` WordNet definitions (a seeded sample) for every encoder, each warmed up
 first, timed with the GPU synchronised, best of ``--repeats``, sentences/s including tokenisation:
 - defsent ``encode()`` (the library call behind ``defsent encode``), mean pooling, fp32 / fp16 / bf16
-  (``--precision``), batch 32 and 256, and 1,024 with a 32,768-token budget (``--batch-tokens``);
+  (``--precision``), batch 32 and 256, and 1,024 with a 32,768-token budget (``--batch-tokens``); and
+  through CUDA graphs (``--cuda-graphs``): fp32 at batch 32 and 256, fp16 at 256;
 - sentence-transformers ``SentenceTransformer.encode`` fp32 at batch 32 and 256, fp16 (``model.half()``)
   at 256;
 - a plain fp16 loop: texts sorted by length, batches of 1,024 tokenised per batch, AutoModel in fp16,
@@ -149,6 +150,10 @@ def bench_encode(args, texts: list[str]) -> list[dict]:
             loaded.batch_tokens = tokens
             name = f"defsent {precision}" + (f" --batch-tokens {tokens}" if tokens else "")
             vectors[f"defsent {precision} b{batch}"] = add(name, batch, defsent_encode(loaded, batch))
+        loaded.batch_tokens, loaded.cuda_graphs = None, True
+        for batch in (32, 256) if precision == "fp32" else (256,) if precision == "fp16" else ():
+            name = f"defsent {precision} --cuda-graphs"
+            vectors[f"defsent {precision} graphs b{batch}"] = add(name, batch, defsent_encode(loaded, batch))
         loaded = None
         empty_cache()
     ref = unit(vectors["st fp32 b32"])
@@ -242,7 +247,7 @@ def bench_train(args, work: Path) -> list[dict]:
 
 
 def common_arguments(parser: argparse.ArgumentParser) -> None:
-    """The model, the dictionary the texts come from, how many, and the repeats (bench/gpu_runs/graphs.py too)."""
+    """The model, the dictionary the texts come from, how many, and the repeats."""
     parser.add_argument("--model", default=os.environ.get("MINILM"), help="all-MiniLM-L6-v2 folder (env MINILM)")
     parser.add_argument("--dictionary", type=Path, default=os.environ.get("DICT"), help="WordNet JSONL (env DICT)")
     parser.add_argument("--texts", type=int, default=20000)
@@ -287,6 +292,9 @@ def main() -> None:
     ratios = {
         "defsent fp32 / st fp32, batch 32": rate["defsent fp32 b32"] / rate["st fp32 b32"],
         "defsent fp32 / st fp32, batch 256": rate["defsent fp32 b256"] / rate["st fp32 b256"],
+        "defsent fp32 --cuda-graphs / st fp32, batch 32": rate["defsent fp32 graphs b32"] / rate["st fp32 b32"],
+        "defsent fp32 --cuda-graphs / st fp32, batch 256": rate["defsent fp32 graphs b256"] / rate["st fp32 b256"],
+        "defsent fp16 --cuda-graphs / st fp16, batch 256": rate["defsent fp16 graphs b256"] / rate["st fp16 b256"],
         "defsent fp16 / st fp16, batch 256": rate["defsent fp16 b256"] / rate["st fp16 b256"],
         "defsent fp16 b256 / plain fp16 loop": rate["defsent fp16 b256"] / rate["plain fp16 b1024"],
         "defsent fp16 b1024+tokens / plain fp16 loop": rate["defsent fp16 b1024"] / rate["plain fp16 b1024"],

@@ -303,25 +303,89 @@ def test_a_ready_sdpa_mask_gives_the_2d_masks_states(tiny_bert):
     torch.testing.assert_close(ours, ref, atol=1e-6, rtol=0)
 
 
-def test_the_cuda_graph_experiment_s_batches_give_encode_s_vectors(tiny_bert):
-    """bench/gpu_runs/graphs.py's fixed-shape batches (rows filled up, lengths rounded up), run without graphs
-    on the CPU: the vectors of encode(), in the texts' order."""
-    import importlib.util
+# --- CUDA graphs (--cuda-graphs) ------------------------------------------------------------------------
 
+
+def test_graph_batches_are_full_fixed_shapes_longest_first_hand_checked():
+    from defsent_cli.encoder.cuda_graphs import graph_batches, round_up, rows_for
+
+    assert [round_up(n, 8, 512) for n in (1, 8, 9, 16, 17)] == [8, 8, 16, 16, 24]
+    assert round_up(17, 8, 20) == 20 and round_up(16, 8, 20) == 16  # never past the model's limit
+    assert [rows_for(n, 4, None) for n in (8, 24)] == [4, 4] and [rows_for(n, 4, 32) for n in (8, 16, 24, 40)] == [
+        4, 2, 1, 1
+    ]  # fmt: skip
+    lengths = [3, 9, 9, 17, 2, 8, 16]  # rounded: 8, 16, 16, 24, 8, 8, 16; longest first: 3, 6, 1, 2, 5, 0, 4
+    assert [b.tolist() for b in graph_batches(lengths, 2, None, 512)] == [[3], [6, 1], [2], [5, 0], [4]]
+    assert [b.tolist() for b in graph_batches(lengths, 4, 32, 512)] == [[3], [6, 1], [2], [5, 0, 4]]
+    assert graph_batches([], 4, None, 512) == []
+
+
+def test_pad_batch_pads_up_to_a_given_length():
+    from defsent_cli.encoder.tokenize import pad_batch
+
+    ids, mask = pad_batch([[5, 6, 7], [8]], pad_id=1, length=5)
+    assert ids.tolist() == [[5, 6, 7, 1, 1], [8, 1, 1, 1, 1]] and mask.tolist() == [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0]]
+    assert pad_batch([[5, 6, 7]], pad_id=1, length=2)[0].tolist() == [[5, 6, 7]]  # never cut
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max", "prompt", "first-last", "ditto", "mean+idf"])
+@pytest.mark.parametrize("batch_size, batch_tokens", [(4, None), (16, 64)])
+def test_cuda_graph_batches_give_the_plain_loop_s_vectors(tiny_bert, monkeypatch, pooling, batch_size, batch_tokens):
+    """encode() with ``cuda_graphs`` on the CPU: the same fixed-shape batches (rows filled up, lengths rounded up
+    to 8 tokens) without the capture, which needs a GPU; each pooling reads the padding the rounding adds."""
+    from defsent_cli.encoder import cuda_graphs
+    from defsent_cli.encoder import encode as encode_module
     from defsent_cli.encoder.encode import encode
     from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.pooling import build_pooling
+    from defsent_cli.encoder.token_weights import IdfWeighting
 
-    spec = importlib.util.spec_from_file_location("graphs", Path(__file__).parent.parent / "bench/gpu_runs/graphs.py")
-    graphs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graphs)
-    loaded = load_model(tiny_bert, "cpu")
+    made = []
+
+    class Recorded(cuda_graphs.GraphedEncoder):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.seen = []  # (texts, rows, length, shortest text) of each batch
+            made.append(self)
+
+        def __call__(self, id_lists):
+            length = cuda_graphs.round_up(max(map(len, id_lists)), self.bucket, self.limit)
+            rows = cuda_graphs.rows_for(length, self.batch_size, self.max_tokens)
+            self.seen.append((len(id_lists), rows, length, min(map(len, id_lists))))
+            return super().__call__(id_lists)
+
+    monkeypatch.setattr(encode_module, "GraphedEncoder", Recorded)
+    name, _, weighted = pooling.partition("+")
     texts = [f"{s} {'and more ' * (i % 5)}" for i, s in enumerate(SENTS[:7] + SENTS[::3])]
-    bucketed = graphs.GraphEncoder(loaded, batch=4, bucket=4, graphs=False)
-    assert {length % 4 for _, length in bucketed.plan([[0] * len(t.split()) for t in texts])} == {0}
-    ours = bucketed.encode(texts)
-    ref = encode(texts, loaded, "mean", show_progress_bar=False)
+    head = "1-2" if name == "ditto" else None  # the tiny model's 2 layers x 2 heads
+    pool = build_pooling(name, ditto_head=head, weighting=IdfWeighting() if weighted else None)
+    loaded = load_model(tiny_bert, "cpu")
+    loaded.batch_tokens = batch_tokens
+    ref = encode(texts, loaded, pool, batch_size=batch_size, show_progress_bar=False)
+    assert not made
+    loaded.cuda_graphs = True
+    ours = encode(texts, loaded, pool, batch_size=batch_size, show_progress_bar=False)
     np.testing.assert_allclose(ours, ref, atol=1e-5)
-    assert len(bucketed.shapes) > 1  # several lengths, so the rounding and the filled-up last batch were used
+    (graphed,) = made
+    assert not graphed.capture and len(graphed.shapes) > 1
+    assert all(length % 8 == 0 for _, length in graphed.shapes)
+    assert any(texts < rows for texts, rows, _, _ in graphed.seen)  # a batch filled up with copies
+    assert any(shortest < length for _, _, length, shortest in graphed.seen)  # a text padded up to its length
+
+
+def test_cuda_graphs_need_a_cuda_gpu_and_the_torch_runtime(cli, tiny_bert, tiny_dict, sents, tmp_path):
+    from defsent_cli.encoder.cuda_graphs import check_cuda_graphs
+
+    for command in (["encode", "-i", sents], ["embed-entries", tiny_dict]):
+        out = tmp_path / ("x.npy" if command[0] == "encode" else "x.h5")
+        result = cli(*command, "-m", tiny_bert, "-o", out, "--device", "cpu", "--cuda-graphs")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines() == [
+            "error: --cuda-graphs needs a CUDA GPU, and the device here is cpu: leave it out"
+        ]
+        assert not out.exists()
+    with pytest.raises(DefsentError, match="not --runtime onnx"):
+        check_cuda_graphs("onnx", "cpu")
 
 
 def test_the_gpu_suite_plugin_logs_each_test_as_it_ends(tmp_path):
@@ -368,6 +432,22 @@ def test_gpu_encode_matches_the_cpu_within_float_noise(cli, tiny_bert, sents, tm
     assert np.abs(_unit(gpu) - _unit(cpu)).max() < 1e-4
     half = _encode(cli, tiny_bert, sents, tmp_path / "h.npy", "--device", "cuda", "--precision", "fp16")
     assert np.abs(_unit(half) - _unit(cpu)).max() < 1e-2
+
+
+@cuda
+@pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-4), ("fp16", 1e-2)])
+def test_cuda_graphs_give_the_plain_gpu_loop_s_vectors(cli, tiny_bert, sents, tmp_path, precision, tolerance):
+    """Every pooling's graph captured and replayed on the GPU, with a filled-up last batch and a token budget."""
+    for pooling in (["mean"], ["cls"], ["max"], ["prompt"], ["ditto", "--ditto-head", "1-2"]):
+        for extra in (["-b", "5"], ["-b", "16", "--batch-tokens", "64"]):
+            args = ["--device", "cuda", "--precision", precision, "--pooling", *pooling, *extra]
+            plain = _encode(cli, tiny_bert, sents, tmp_path / "p.npy", *args, "--force")
+            result = cli("encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "g.npy", *args, "--force",
+                         "--cuda-graphs")  # fmt: skip
+            assert result.exit_code == 0, result.output
+            assert "CUDA graphs" in result.stderr
+            graphed = np.load(tmp_path / "g.npy")
+            assert np.abs(_unit(graphed) - _unit(plain)).max() < tolerance, (pooling, extra)
 
 
 @cuda

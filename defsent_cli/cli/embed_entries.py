@@ -33,6 +33,7 @@ def embed_entries(
     ] = ",".join(SPLITS),
     batch_size: opt.BatchSize = 32,
     batch_tokens: opt.BatchTokens = None,
+    cuda_graphs: opt.CudaGraphs = False,
     max_length: opt.MaxLength = None,
     part_size: Annotated[
         int,
@@ -66,7 +67,7 @@ def embed_entries(
     check_output(check_bank_path(output), force)
     wanted = check_splits(splits.split(","))
     sha256_file(dictionary)  # a missing dictionary fails before the model loads
-    loaded = opt.load(model, device, runtime, precision, batch_tokens)
+    loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
     with distributed.session(loaded.device):
         bank = write_bank_streamed(
             dictionary,

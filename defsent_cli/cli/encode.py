@@ -32,6 +32,7 @@ def encode_command(
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 32,
     batch_tokens: opt.BatchTokens = None,
+    cuda_graphs: opt.CudaGraphs = False,
     max_length: opt.MaxLength = None,
     normalize: opt.Normalize = None,
     skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
@@ -84,7 +85,7 @@ def encode_command(
         if not texts:
             where = "stdin" if sources == ["-"] else ", ".join(sources)
             raise DefsentError(f"no sentences in {where}: nothing to encode")
-    loaded = opt.load(model, device, runtime, precision, batch_tokens)
+    loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):
         if from_stdin:

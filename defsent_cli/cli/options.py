@@ -187,19 +187,33 @@ BatchTokens = Annotated[
 ]
 
 
-def load(model, device, runtime="torch", precision="fp32", batch_tokens: int | None = None):
+CudaGraphs = Annotated[
+    bool,
+    typer.Option(
+        "--cuda-graphs",
+        help="On a CUDA GPU: record each batch shape's forward pass once (lengths rounded up to a multiple of 8 "
+        "tokens) and replay it in one launch: for small batches and small encoders, whose kernel launches "
+        "cost more than their arithmetic. Same vectors within float noise.",
+    ),
+]
+
+
+def load(model, device, runtime="torch", precision="fp32", batch_tokens: int | None = None, cuda_graphs: bool = False):
     """The model folder, loaded on this process's device (``auto`` is the CPU for ONNX Runtime; under
-    torchrun cuda:LOCAL_RANK), with the runtime and precision asked for (checked before the model loads)."""
+    torchrun cuda:LOCAL_RANK), with the runtime, precision and batching asked for (checked before the model
+    loads)."""
     from .. import distributed
+    from ..encoder.cuda_graphs import check_cuda_graphs
     from ..encoder.models import load_model
     from ..encoder.onnx_runtime import check_runtime, runtime_device, use_runtime
 
     runtime, precision = value(runtime), value(precision)
     check_runtime(runtime, precision, device)
-    loaded = use_runtime(
-        load_model(model, distributed.local_device(runtime_device(runtime, device))), runtime, precision
-    )
-    loaded.batch_tokens = batch_tokens
+    device = distributed.local_device(runtime_device(runtime, device))
+    if cuda_graphs:
+        check_cuda_graphs(runtime, device)
+    loaded = use_runtime(load_model(model, device), runtime, precision)
+    loaded.batch_tokens, loaded.cuda_graphs = batch_tokens, cuda_graphs
     return loaded
 
 

@@ -21,6 +21,7 @@ from ..console import make_progress
 from ..errors import DefsentError
 from ..log import note
 from ..space.linalg import l2_normalize
+from .cuda_graphs import GraphedEncoder
 from .models import LoadedModel
 from .pooling import Pooling, PoolingInput, fit_to_model, get_pooling
 from .precision import no_cudnn_attention, tf32
@@ -158,7 +159,9 @@ def encode_ids(
     On CPU they run on worker threads (:func:`encode_workers`); on a GPU in one stream with no host sync
     per batch: padding is decided on the host, inputs go through pinned memory with non-blocking copies,
     and the pooled rows stay on the device until :data:`GPU_FLUSH_ROWS` are waiting, so the host
-    prepares the next batches while the GPU works.
+    prepares the next batches while the GPU works. With ``loaded.cuda_graphs`` the batches have fixed
+    shapes and each is replayed from a CUDA graph (:mod:`.cuda_graphs`; on the CPU, which only the
+    library and the tests reach, the same batches run without graphs, in one thread).
     """
     if batch_size < 1:
         raise DefsentError("--batch-size must be at least 1")
@@ -166,15 +169,26 @@ def encode_ids(
     pad_id, device = padding_id(tokenizer), torch.device(loaded.device)
     out = np.empty((len(id_lists), dim or loaded.dim), dtype=np.float32)
 
-    def pooled(index: np.ndarray) -> torch.Tensor:
-        input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
-        padded = has_padding(attention_mask)
-        input_ids, attention_mask = to_device(input_ids, device), to_device(attention_mask, device)
+    def compute(input_ids: torch.Tensor, attention_mask: torch.Tensor, padded: bool = True) -> torch.Tensor:
         batch = model_outputs(model, input_ids, attention_mask, pooling, padded)
         return pooling(replace(batch, mask_token_id=tokenizer.mask_token_id)).float()
 
-    batches = length_batches([len(ids) for ids in id_lists], batch_size, loaded.batch_tokens)
-    if device.type == "cuda":
+    lengths = [len(ids) for ids in id_lists]
+    batches, graphed = length_batches(lengths, batch_size, loaded.batch_tokens), None
+    if loaded.cuda_graphs and model is loaded.model:  # fixed-shape batches, each replayed from its CUDA graph
+        graphed = GraphedEncoder(
+            compute, pad_id, device, batch_size, loaded.batch_tokens, loaded.max_length, capture=device.type == "cuda"
+        )
+        batches = graphed.batches(lengths)
+
+    def pooled(index: np.ndarray) -> torch.Tensor:
+        if graphed is not None:
+            return graphed([id_lists[i] for i in index])
+        input_ids, attention_mask = pad_batch([id_lists[i] for i in index], pad_id)
+        padded = has_padding(attention_mask)
+        return compute(to_device(input_ids, device), to_device(attention_mask, device), padded)
+
+    if device.type == "cuda" or loaded.cuda_graphs:
         pending: list[tuple[np.ndarray, torch.Tensor]] = []
 
         def flush() -> None:

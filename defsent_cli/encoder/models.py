@@ -66,6 +66,7 @@ class LoadedModel:
     runtime: object | None = None  # an onnx_runtime.OnnxModel standing in for the forward pass (--runtime onnx)
     precision: str = "fp32"  # fp32 | tf32 | fp16 | bf16 | int8 (encoder/precision.py), set by use_runtime
     batch_tokens: int | None = None  # a token budget per batch on top of --batch-size (--batch-tokens)
+    cuda_graphs: bool = False  # encode through CUDA graphs (--cuda-graphs, encoder/cuda_graphs.py)
     fallback_noted: bool = False  # the "running torch for this pooling" notice was given
 
     @property

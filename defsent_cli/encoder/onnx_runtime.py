@@ -264,6 +264,8 @@ def use_runtime(loaded: LoadedModel, runtime: str = "torch", precision: str = "f
 
 
 def describe(loaded: LoadedModel) -> str:
-    """``torch fp32``, ``torch bf16`` or ``onnx int8``: what ran."""
+    """``torch fp32``, ``torch bf16, CUDA graphs`` or ``onnx int8``: what ran."""
     runtime = getattr(loaded, "runtime", None)
-    return f"torch {loaded.precision}" if runtime is None else f"onnx {runtime.precision}"
+    if runtime is not None:
+        return f"onnx {runtime.precision}"
+    return f"torch {loaded.precision}" + (", CUDA graphs" if getattr(loaded, "cuda_graphs", False) else "")

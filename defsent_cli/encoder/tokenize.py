@@ -88,10 +88,13 @@ def pad_id(tokenizer) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
 
-def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad to the longest item: (input_ids, attention_mask), int64, built in numpy in one pass."""
+def pad_batch(
+    id_lists: Sequence[Sequence[int]], pad_id: int, length: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad to the longest item (or to ``length`` when longer): (input_ids, attention_mask), int64, built in
+    numpy in one pass."""
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
-    longest = int(lengths.max())
+    longest = max(int(lengths.max()), length or 0)
     mask = np.arange(longest) < lengths[:, None]
     input_ids = np.full((len(id_lists), longest), pad_id, dtype=np.int64)
     input_ids[mask] = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(lengths.sum()))
