@@ -104,6 +104,7 @@ class GraphedEncoder:
             raise DefsentError(f"--cuda-graphs needs a CUDA GPU; the device here is {self.device}")
         self.shapes: dict[tuple[int, int], tuple] = {}  # (rows, length) -> (graph, ids, mask, pooled)
         self.pool = torch.cuda.graph_pool_handle() if capture else None
+        self.stream: torch.cuda.Stream | None = None  # made on the device at the first capture
 
     def batches(self, lengths: Sequence[int]) -> list[np.ndarray]:
         """:func:`graph_batches` for these lengths, with this encoder's batch size, budget and limit."""
@@ -117,24 +118,43 @@ class GraphedEncoder:
         mask = torch.ones((rows, length), dtype=torch.long, device=self.device)
         graph = pooled = None
         if self.capture:
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(side):
-                for _ in range(WARMUP):
-                    self.compute(ids, mask)
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            try:
-                with torch.cuda.graph(graph, pool=self.pool):
-                    pooled = self.compute(ids, mask)
-            except RuntimeError as error:  # e.g. a host sync inside the forward pass of this model
-                first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                raise DefsentError(
-                    f"--cuda-graphs: this model's forward pass cannot be recorded in a CUDA graph ({first}); "
-                    "run without --cuda-graphs"
-                ) from None
+            with torch.cuda.device(self.device):  # cuda:N need not be the current device (no torchrun)
+                graph, pooled = self._capture(ids, mask)
         self.shapes[key] = (graph, ids, mask, pooled)
         return self.shapes[key]
+
+    def _capture(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple:
+        """The graph of ``compute`` on these static buffers, and its output buffer."""
+        current = torch.cuda.current_stream()
+        warm = mask.clone()
+        warm[:, -1] = 0  # a padded mask: the warm-up takes the path the capture takes (an all-ones mask may skip it)
+        side = torch.cuda.Stream()
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP):
+                self.compute(ids, warm)
+        current.wait_stream(side)
+        if self.stream is None:
+            self.stream = torch.cuda.Stream()  # the captures' own stream, on this device
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
+                # contiguous: a view (cls pooling's first-token rows) would keep the whole batch's states alive
+                pooled = self.compute(ids, mask).contiguous()
+        except RuntimeError as error:
+            torch.cuda.set_stream(current)  # a failed capture leaves its stream current
+            cause = error.__context__ if isinstance(error.__context__, Exception) else error
+            text = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            if isinstance(cause, torch.cuda.OutOfMemoryError):
+                raise DefsentError(
+                    f"--cuda-graphs: out of GPU memory while recording a batch shape ({text}); lower --batch-size "
+                    "or --batch-tokens"
+                ) from None
+            raise DefsentError(
+                f"--cuda-graphs: this model's forward pass cannot be recorded in a CUDA graph ({text}); run "
+                "without --cuda-graphs"
+            ) from None
+        return graph, pooled
 
     def __call__(self, id_lists: Sequence[Sequence[int]]) -> torch.Tensor:
         """The pooled rows of one batch from :meth:`batches` (a new device tensor, float32, in its order)."""
@@ -149,5 +169,6 @@ class GraphedEncoder:
             return self.compute(ids.to(self.device), mask.to(self.device))[: len(id_lists)]
         ids_buffer.copy_(ids.pin_memory(), non_blocking=True)
         mask_buffer.copy_(mask.pin_memory(), non_blocking=True)
-        graph.replay()
+        with torch.cuda.device(self.device):
+            graph.replay()
         return pooled[: len(id_lists)].clone()  # the buffer is the next replay's

@@ -242,7 +242,8 @@ def encode_ids_sharded(
     i mod world (neighbouring batches have similar lengths, so the ranks get
     similar work), and rank 0 gathers the rows back into input order.  Each
     batch holds the same items as in one process, so the rows match the
-    one-process result up to float noise (bit-equal in practice on CPU).
+    one-process result up to float noise (bit-equal in practice on CPU; with
+    ``--cuda-graphs`` each rank regroups its share into fixed shapes: float noise).
     Returns the (n, dim) matrix on rank 0 and ``None`` on the other ranks;
     in one process it is :func:`encode_ids`.
     """
