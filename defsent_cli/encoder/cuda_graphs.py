@@ -10,8 +10,8 @@ up to a multiple of :data:`BUCKET` tokens (the padding is masked, so the vectors
 within float noise). One graph per rounded length, captured the first time a call needs it, after a
 warm-up pass on a side stream (torch's CUDA-graph notes); the graphs of a call share one memory pool and are
 released with it. Written by hand: torch gives the capture and the replay, nothing gives the fixed-shape
-batching an encoder needs (``torch.compile(mode="reduce-overhead")`` captures per shape too, but compiles
-first, which took longer than the work it saves on the issue's runs: docs/speed.md).
+batching an encoder needs (``torch.compile(mode="reduce-overhead")`` would capture per shape too, behind a
+compiler; compiling the training step did not finish inside a GPU session's measurement, docs/speed.md).
 """
 
 from __future__ import annotations
