@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from defsent_cli import distributed
 from defsent_cli.errors import DefsentError
@@ -303,6 +304,69 @@ def test_a_ready_sdpa_mask_gives_the_2d_masks_states(tiny_bert):
     torch.testing.assert_close(ours, ref, atol=1e-6, rtol=0)
 
 
+def test_a_ready_eager_mask_is_transformers_additive_mask_and_gives_the_2d_masks_states(tiny_bert, tiny_roberta):
+    """Ditto's eager attention gets the 4D mask transformers would build: 0 at tokens, the dtype's minimum at
+    padding, in the model's dtype (transformers 5.17 builds it from a host scalar, which a graph cannot record)."""
+    from defsent_cli.encoder.encode import model_mask
+    from defsent_cli.encoder.models import load_model
+
+    ids = torch.randint(5, 30, (3, 7))
+    mask = torch.ones(3, 7, dtype=torch.long)
+    mask[0, 5:], mask[2, 2:] = 0, 0
+    for folder in (tiny_bert, tiny_roberta):
+        model = load_model(folder, "cpu").model
+        model.set_attn_implementation("eager")
+        ready = model_mask(model, mask, True)
+        low = torch.finfo(torch.float32).min
+        assert ready.dtype == torch.float32 and ready.shape == (3, 1, 1, 7)
+        assert ready[2, 0, 0].tolist() == [0.0, 0.0] + [low] * 5 and ready[1].eq(0).all()
+        with torch.inference_mode():
+            ref = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            ours = model(input_ids=ids, attention_mask=ready).last_hidden_state
+        torch.testing.assert_close(ours, ref, atol=1e-6, rtol=0)
+        assert model_mask(model.to(torch.bfloat16), mask, True).dtype == torch.bfloat16
+
+
+class _HostTraffic(TorchDispatchMode):
+    """Records the ops that read a value back to the host or build a tensor from host data: on a GPU, the first
+    waits for the GPU and the second is a copy from pageable memory, neither of which a CUDA graph can record."""
+
+    HOST = ("aten.lift_fresh", "aten._local_scalar_dense", "aten.is_nonzero", "aten.item")
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func).startswith(self.HOST):
+            self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max", "prompt", "first-last", "ditto"])
+def test_a_padded_forward_pass_and_pooling_only_queue_device_work(tiny_bert, tiny_roberta, pooling):
+    """What --cuda-graphs records (encode's compute), checked on the CPU: no value read back, no tensor made
+    from host data, for every pooling on BERT and RoBERTa (prompt's CPU-only safety net left out)."""
+    from dataclasses import replace
+
+    from defsent_cli.encoder.encode import model_outputs, prepare_pooling
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.pooling import get_pooling
+
+    for folder in (tiny_bert, tiny_roberta):
+        loaded = load_model(folder, "cpu")
+        spec = get_pooling(pooling)
+        pool = prepare_pooling(replace(spec, ditto_head=(0, 1)) if pooling == "ditto" else spec, loaded)
+        ids = torch.randint(5, 30, (2, 6))
+        ids[:, 1] = loaded.tokenizer.mask_token_id
+        mask = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0]])
+        with torch.inference_mode(), _HostTraffic() as traffic:
+            batch = model_outputs(loaded.model, ids, mask, pool, True)
+            if pooling != "prompt":
+                pool(replace(batch, mask_token_id=loaded.tokenizer.mask_token_id))
+        assert traffic.ops == [], (folder.name, traffic.ops)
+
+
 # --- CUDA graphs (--cuda-graphs) ------------------------------------------------------------------------
 
 
@@ -388,6 +452,18 @@ def test_cuda_graphs_need_a_cuda_gpu_and_the_torch_runtime(cli, tiny_bert, tiny_
         check_cuda_graphs("onnx", "cpu")
 
 
+def test_graph_padding_counts_positions_hand_checked():
+    """bench/gpu_runs/graph_padding.py: lengths 10, 3, 3, 3 at batch 2. The plain loop: [10] (closed where the
+    length changes), [3, 3], [3]: 10 + 6 + 3 = 19 positions. Graphs: 10 rounds up to 16, a (2, 16) shape, and 3 to
+    8, (2, 8), each single row filled up: 32 + 16 + 16 = 64."""
+    import runpy
+
+    script = Path(__file__).parent.parent / "bench" / "gpu_runs" / "graph_padding.py"
+    positions = runpy.run_path(str(script))["positions"]
+    assert positions([3, 3, 10, 3], 2, 256) == (19, 64)
+    assert positions([3, 3, 10, 3], 2, 12) == (19, 2 * 12 + 16 + 16)  # 10 rounds to the model's limit, 12
+
+
 def test_the_gpu_suite_plugin_logs_each_test_as_it_ends(tmp_path):
     """bench/gpu_runs/live_failures.py, as suite.sh uses it: every finished test is in done.log as it ends, each
     failure's report in failures.log, and collected.txt names every test, so a run cut off by the lent machine's
@@ -444,7 +520,7 @@ def test_cuda_graphs_give_the_plain_gpu_loop_s_vectors(cli, tiny_bert, sents, tm
             plain = _encode(cli, tiny_bert, sents, tmp_path / "p.npy", *args, "--force")
             result = cli("encode", "-m", tiny_bert, "-i", sents, "-o", tmp_path / "g.npy", *args, "--force",
                          "--cuda-graphs")  # fmt: skip
-            assert result.exit_code == 0, result.output
+            assert result.exit_code == 0, (pooling, extra, result.output)
             assert "CUDA graphs" in result.stderr
             graphed = np.load(tmp_path / "g.npy")
             assert np.abs(_unit(graphed) - _unit(plain)).max() < tolerance, (pooling, extra)

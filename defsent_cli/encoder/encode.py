@@ -8,6 +8,7 @@ output does not depend on the batch size beyond float noise.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -31,13 +32,28 @@ from .tokenize import pad_id as padding_id
 
 def model_mask(model, attention_mask: torch.Tensor, padded: bool):
     """The mask to give the model: none for a batch without padding (attention's fast path, same numbers);
-    for SDPA attention a ready (B, 1, 1, T) boolean mask, which transformers uses as it is: given the 2D
-    mask it would first ask the device whether any position is padded, a host sync per forward pass."""
+    else a ready 4D mask, which transformers uses as it is: given the 2D mask it would first ask the device
+    whether any position is padded (a host sync per forward pass), and for eager attention build its additive
+    mask from a host scalar (a copy from the host, which a CUDA graph cannot record). For SDPA attention a
+    (B, 1, 1, T) boolean mask; for eager attention (Ditto's) the (B, 1, 1, T) additive mask transformers
+    builds, 0 at tokens and the dtype's minimum at padding, in the model's dtype, for a model whose mask
+    comes from transformers' ``masking_utils`` (its own code may read a 4D mask otherwise: it gets the 2D one)."""
     if not padded:
         return None
-    if getattr(getattr(model, "config", None), "_attn_implementation", None) == "sdpa":
+    attention = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    if attention == "sdpa":
         return attention_mask[:, None, None, :].bool()
+    if attention == "eager" and uses_masking_utils(model):
+        dtype = model.dtype
+        pad = attention_mask[:, None, None, :] == 0
+        return torch.zeros(pad.shape, dtype=dtype, device=pad.device).masked_fill(pad, torch.finfo(dtype).min)
     return attention_mask
+
+
+def uses_masking_utils(model) -> bool:
+    """Whether the model's module builds its attention mask with transformers' ``create_bidirectional_mask``
+    (which returns a 4D mask as it is given)."""
+    return hasattr(sys.modules.get(type(model).__module__), "create_bidirectional_mask")
 
 
 def model_outputs(
