@@ -351,12 +351,11 @@ def test_a_padded_forward_pass_and_pooling_only_queue_device_work(tiny_bert, tin
 
     from defsent_cli.encoder.encode import model_outputs, prepare_pooling
     from defsent_cli.encoder.models import load_model
-    from defsent_cli.encoder.pooling import get_pooling
+    from defsent_cli.encoder.pooling import build_pooling
 
     for folder in (tiny_bert, tiny_roberta):
         loaded = load_model(folder, "cpu")
-        spec = get_pooling(pooling)
-        pool = prepare_pooling(replace(spec, ditto_head=(0, 1)) if pooling == "ditto" else spec, loaded)
+        pool = prepare_pooling(build_pooling(pooling, ditto_head="1-2" if pooling == "ditto" else None), loaded)
         ids = torch.randint(5, 30, (2, 6))
         ids[:, 1] = loaded.tokenizer.mask_token_id
         mask = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0]])
@@ -413,8 +412,7 @@ def test_cuda_graph_batches_give_the_plain_loop_s_vectors(tiny_bert, monkeypatch
             made.append(self)
 
         def __call__(self, id_lists):
-            length = cuda_graphs.round_up(max(map(len, id_lists)), self.bucket, self.limit)
-            rows = cuda_graphs.rows_for(length, self.batch_size, self.max_tokens)
+            rows, length = self.shape(id_lists)
             self.seen.append((len(id_lists), rows, length, min(map(len, id_lists))))
             return super().__call__(id_lists)
 

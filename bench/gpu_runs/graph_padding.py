@@ -5,8 +5,8 @@
     python bench/gpu_runs/graph_padding.py --dictionary wordnet.jsonl [--model MINILM] [--texts 20000]
 
 Plain: ``tokenize.length_batches`` (a batch closes where the length changes; its length is its longest text).
-Graphs: ``cuda_graphs.graph_batches``, each batch at its full shape (``rows_for`` rows of the rounded length:
-the last batch of a length filled up).
+Graphs: ``cuda_graphs.graph_batches``, each batch at its full ``batch_shape`` (rows x the rounded length: the
+last batch of a length filled up).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from bench.gpu import common_arguments, definitions  # noqa: E402
 
 def positions(lengths: list[int], batch: int, limit: int) -> tuple[int, int]:
     """Token positions computed by the plain loop and by the graphs, at this batch size (no token budget)."""
-    from defsent_cli.encoder.cuda_graphs import BUCKET, graph_batches, round_up, rows_for
+    from defsent_cli.encoder.cuda_graphs import batch_shape, graph_batches
     from defsent_cli.encoder.tokenize import length_batches
 
     plain = sum(len(ix) * max(lengths[i] for i in ix) for ix in length_batches(lengths, batch, None))
-    graphs = 0
-    for ix in graph_batches(lengths, batch, None, limit):
-        length = round_up(max(lengths[i] for i in ix), BUCKET, limit)
-        graphs += rows_for(length, batch, None) * length
-    return plain, graphs
+    shapes = [
+        batch_shape(max(lengths[i] for i in ix), batch, None, limit)
+        for ix in graph_batches(lengths, batch, None, limit)
+    ]
+    return plain, sum(rows * length for rows, length in shapes)
 
 
 def main() -> None:

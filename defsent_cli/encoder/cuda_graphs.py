@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..errors import DefsentError
-from .tokenize import pad_batch
+from .tokenize import pad_batch, rows_for
 
 #: Lengths are rounded up to a multiple of this many tokens: at most max_length / BUCKET graphs per call.
 BUCKET = 8
@@ -42,16 +42,17 @@ def check_cuda_graphs(runtime: str, device) -> None:
         raise DefsentError(f"--cuda-graphs needs a CUDA GPU, and the device here is {resolved}: leave it out")
 
 
-def rows_for(length: int, batch_size: int, max_tokens: int | None) -> int:
-    """Rows per batch of this (rounded) length: ``batch_size``, or fewer when ``max_tokens`` caps rows x length."""
-    if max_tokens is None:
-        return batch_size
-    return max(1, min(batch_size, max_tokens // length))
-
-
 def round_up(length: int, bucket: int, limit: int) -> int:
     """``length`` rounded up to a multiple of ``bucket``, never past ``limit`` (the model's longest input)."""
     return min(-(-length // bucket) * bucket, max(limit, length))
+
+
+def batch_shape(
+    longest: int, batch_size: int, max_tokens: int | None, limit: int, bucket: int = BUCKET
+) -> tuple[int, int]:
+    """The fixed (rows, length) of the graph that runs a batch whose longest text is ``longest`` tokens."""
+    length = round_up(longest, bucket, limit)
+    return rows_for(length, batch_size, max_tokens), length
 
 
 def graph_batches(
@@ -108,6 +109,10 @@ class GraphedEncoder:
         """:func:`graph_batches` for these lengths, with this encoder's batch size, budget and limit."""
         return graph_batches(lengths, self.batch_size, self.max_tokens, self.limit, self.bucket)
 
+    def shape(self, id_lists: Sequence[Sequence[int]]) -> tuple[int, int]:
+        """:func:`batch_shape` of this batch, with this encoder's batch size, budget, limit and bucket."""
+        return batch_shape(max(map(len, id_lists)), self.batch_size, self.max_tokens, self.limit, self.bucket)
+
     def _shape(self, rows: int, length: int) -> tuple:
         key = (rows, length)
         if key in self.shapes:
@@ -156,8 +161,7 @@ class GraphedEncoder:
 
     def __call__(self, id_lists: Sequence[Sequence[int]]) -> torch.Tensor:
         """The pooled rows of one batch from :meth:`batches` (a new device tensor, float32, in its order)."""
-        length = round_up(max(map(len, id_lists)), self.bucket, self.limit)
-        rows = rows_for(length, self.batch_size, self.max_tokens)
+        rows, length = self.shape(id_lists)
         if len(id_lists) > rows:
             raise ValueError(f"a batch of {len(id_lists)} rows does not fit the ({rows}, {length}) shape")
         filled = list(id_lists) + [id_lists[0]] * (rows - len(id_lists))

@@ -122,6 +122,14 @@ def on_device(table: torch.Tensor, device) -> torch.Tensor:
     return table if table.device == torch.device(device) else table.to(device)
 
 
+def rows_for(length: int, batch_size: int, max_tokens: int | None) -> int:
+    """Rows a batch of items this long may hold: ``batch_size``, or fewer when the token budget ``max_tokens``
+    caps rows x length (at least 1: an item longer than the budget goes alone)."""
+    if max_tokens is None:
+        return batch_size
+    return max(1, min(batch_size, max_tokens // max(1, length)))
+
+
 def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
     """Index batches, longest first, cut where the length changes when that costs at most half a batch.
 
@@ -137,9 +145,7 @@ def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | No
     sizes = np.asarray(lengths)[order]
     batches, start = [], 0
     while start < len(order):
-        cap = batch_size
-        if max_tokens is not None:
-            cap = max(1, min(batch_size, max_tokens // max(1, int(sizes[start]))))
+        cap = rows_for(int(sizes[start]), batch_size, max_tokens)
         half = max(1, cap // 2)
         end = start + 1
         while end < len(order) and end - start < cap and not (sizes[end] != sizes[end - 1] and end - start >= half):
