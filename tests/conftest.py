@@ -25,11 +25,23 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config) -> None:
+    """Under pytest-xdist (``make test``) tests go to the workers one at a time (``--maxschedchunk 1``, unless
+    given): by default ``--dist load`` hands each worker a first chunk of consecutive tests, a quarter of its
+    share, so every test marked ``long`` (all first, below) queued on the first worker, one after another (on
+    14 workers, the 11 long tests took one worker more than a lent GPU machine's 10 minutes)."""
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(items: list) -> None:
-    """The tests marked ``long`` (a minute or more: a chain of CLI processes) run first. ``make test`` runs the
-    suite on parallel workers (pytest-xdist, ``--dist load``), which deal the first tests out one by one: the
-    long ones then start at once on different workers instead of one of them ending the run alone."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the order is kept otherwise
+    """The tests marked ``long`` (a minute or more: a chain of CLI processes) run first, each followed by one
+    short test: xdist starts each worker with two tests even one at a time (its ``--maxschedchunk`` help), so
+    the first workers each start one long test, and the others take the rest as workers free up."""
+    long = [item for item in items if item.get_closest_marker("long") is not None]
+    short = [item for item in items if item.get_closest_marker("long") is None]
+    paired = [test for k, item in enumerate(long) for test in (item, *short[k : k + 1])]
+    items[:] = paired + short[len(long) :]  # the order within each kind is kept
 
 
 CORPUS = [
