@@ -370,7 +370,8 @@ def test_a_padded_forward_pass_and_pooling_only_queue_device_work(tiny_bert, tin
 
 
 def test_graph_batches_are_full_fixed_shapes_longest_first_hand_checked():
-    from defsent_cli.encoder.cuda_graphs import graph_batches, round_up, rows_for
+    from defsent_cli.encoder.cuda_graphs import graph_batches, round_up
+    from defsent_cli.encoder.tokenize import rows_for
 
     assert [round_up(n, 8, 512) for n in (1, 8, 9, 16, 17)] == [8, 8, 16, 16, 24]
     assert round_up(17, 8, 20) == 20 and round_up(16, 8, 20) == 16  # never past the model's limit

@@ -4,11 +4,11 @@ a worker of its own, instead of all of them queueing on the first worker."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_bounded
 
 CONFTEST = Path(__file__).resolve().parent / "conftest.py"
 
@@ -63,7 +63,7 @@ def test_each_long_test_starts_first_on_a_worker_of_its_own(tmp_path):
     (suite / "test_mini.py").write_text(TESTS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")} | {"SCHEDULE_LOG": str(log)}
     command = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "load", "-p", "no:cacheprovider", "."]
-    done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True)
+    done = run_bounded(command, 300, cwd=suite, env=env, capture_output=True, text=True)  # ~7 s on 2 cores
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     runs = {path.stem: path.read_text().split() for path in log.iterdir()}
     assert sorted(runs) == ["gw0", "gw1"]
