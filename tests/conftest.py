@@ -12,6 +12,7 @@ runs the model on host tensors, pins ``--device cpu`` / ``device="cpu"``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -459,6 +460,14 @@ def kill_tree(pid: int) -> None:
             os.kill(member, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def skip_without(module: str, why: str) -> None:
+    """Skip the test unless ``module`` is installed, found without importing it: ``pytest.importorskip("bm25s")``
+    imports bm25s, which starts JAX where it is installed, and JAX on a GPU machine takes 75% of the card's memory
+    in the test's own process, so the commands the test starts ran out of GPU memory (an H100, 2026-11-27)."""
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"could not import {module!r} ({why})")
 
 
 def run_bounded(cmd: list, timeout: float, *, check: bool = False, **kwargs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CORPUS, write
+from conftest import CORPUS, run_bounded, skip_without, write
 from scipy.stats import gaussian_kde
 
 from defsent_cli.augment.kde import _kde_at, histogram_distance, iterative_kde, kde_sample
@@ -58,7 +58,7 @@ def test_random_pairs_have_k_distinct_partners_and_never_the_sentence_itself():
 
 
 def test_bm25_finds_the_sentence_with_the_most_shared_words():
-    pytest.importorskip("bm25s")  # the [augment] extra (the GPU machine's image lacks it)
+    skip_without("bm25s", "the [augment] extra")
     pool = ["a dog runs in the park", "the dog runs fast", "my cat sleeps", "the cat sleeps all day", "stocks fell"]
     best = dict(bm25_pairs(pool, 1))
     assert (best[0], best[1], best[2], best[3]) == (1, 0, 3, 2)
@@ -66,6 +66,44 @@ def test_bm25_finds_the_sentence_with_the_most_shared_words():
     thrice = ["the cat sleeps"] * 3 + ["a dog runs", "a dog runs fast", "stocks fell today"]
     pairs = bm25_pairs(thrice, 1)
     assert sorted(i for i, _ in pairs) == [0, 1, 2, 3, 4, 5] and all(i != j for i, j in pairs)
+
+
+# a stand-in for bm25s that notes JAX_PLATFORMS as it is imported (the real one starts JAX there, if installed)
+FAKE_BM25S = """import os
+JAX_PLATFORMS_AT_IMPORT = os.environ.get("JAX_PLATFORMS")
+def tokenize(texts, show_progress=False):
+    return texts
+class BM25:
+    def index(self, tokens, show_progress=False):
+        self.n = len(tokens)
+    def retrieve(self, tokens, k, show_progress=False):
+        return [[(i + 1) % self.n] for i in range(len(tokens))], None
+"""
+
+REPORT_JAX_PLATFORMS = """import sys
+from defsent_cli.augment.sampling import bm25_pairs
+print(bm25_pairs(["a", "b", "c"], 1))
+print(sys.modules["bm25s"].JAX_PLATFORMS_AT_IMPORT)
+"""
+
+
+@pytest.mark.parametrize(("user_value", "seen"), [(None, "cpu"), ("cuda", "cuda")])
+def test_bm25s_is_imported_with_jax_on_the_cpu_unless_the_user_chose(tmp_path, user_value, seen):
+    # on a GPU machine with JAX, importing bm25s let JAX take 75% of the GPU's memory (the H100, 2026-11-27)
+    import os
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "bm25s").mkdir()
+    (tmp_path / "bm25s" / "__init__.py").write_text(FAKE_BM25S)
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(root), env.get("PYTHONPATH", "")])
+    if user_value:
+        env["JAX_PLATFORMS"] = user_value
+    result = run_bounded([sys.executable, "-c", REPORT_JAX_PLATFORMS], 120, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[(0, 1), (1, 2), (2, 0)]", seen]
 
 
 def test_semantic_pairs_are_the_nearest_by_cosine():
@@ -78,7 +116,7 @@ def test_semantic_pairs_are_the_nearest_by_cosine():
 
 
 def test_sample_label_filter_on_the_command_line(cli, tiny_bert, tmp_path):
-    pytest.importorskip("bm25s")  # the [augment] extra: --strategy bm25
+    skip_without("bm25s", "the [augment] extra: --strategy bm25")
     pool = tmp_path / "pool.txt"
     write(pool, CORPUS)
     pairs = tmp_path / "pairs.tsv"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import skip_without
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -257,7 +258,7 @@ def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
 def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/augsbert.sh: teacher, sampled pairs, labels, KDE filter, student on gold + silver and on gold
     alone, STS on all pairs and with the training pairs left out; a rerun skips every stage."""
-    pytest.importorskip("bm25s")  # the [augment] extra: the script samples --strategy random,bm25
+    skip_without("bm25s", "the [augment] extra: the script samples --strategy random,bm25")
     import json
 
     from conftest import CORPUS
@@ -357,7 +358,7 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     and KDE-filtered, students on gold + silver; its JSON and teacher TSV files alone (no checkpoints, no
     silver) are a finished record: a rerun from them does nothing and makes the same tables, and a new
     strategy trains the teacher again and draws only the pairs it needs."""
-    pytest.importorskip("bm25s")  # the [augment] extra: the union strategy samples bm25 pairs
+    skip_without("bm25s", "the [augment] extra: the union strategy samples bm25 pairs")
     import json
 
     from conftest import CORPUS, write

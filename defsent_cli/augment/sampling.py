@@ -14,6 +14,7 @@ each differs from the gold one, which ``kde.py`` then matches.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -34,7 +35,14 @@ def random_pairs(n: int, k: int, seed: int) -> list[tuple[int, int]]:
 
 
 def bm25_pairs(sentences: Sequence[str], k: int) -> list[tuple[int, int]]:
-    """Each sentence's ``k`` best BM25 matches among the others."""
+    """Each sentence's ``k`` best BM25 matches among the others.
+
+    Where JAX is installed, importing bm25s starts JAX (its top-k), and JAX on a CUDA machine takes 75% of the
+    GPU's memory at once: the encoder in the same process, or a second process, then runs out of memory (seen on
+    an H100, 2026-11-27). Its BM25 runs on numpy arrays, so JAX is kept on the CPU (``JAX_PLATFORMS=cpu``)
+    unless the user set ``JAX_PLATFORMS`` themselves.
+    """
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     try:
         import bm25s
     except ImportError:
