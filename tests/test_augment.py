@@ -57,8 +57,9 @@ def test_random_pairs_have_k_distinct_partners_and_never_the_sentence_itself():
     assert pairs == random_pairs(6, 3, seed=0) and pairs != random_pairs(6, 3, seed=1)
 
 
-def test_bm25_finds_the_sentence_with_the_most_shared_words():
+def test_bm25_finds_the_sentence_with_the_most_shared_words(monkeypatch):
     skip_without("bm25s", "the [augment] extra")
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)  # bm25_pairs sets it: undone after the test
     pool = ["a dog runs in the park", "the dog runs fast", "my cat sleeps", "the cat sleeps all day", "stocks fell"]
     best = dict(bm25_pairs(pool, 1))
     assert (best[0], best[1], best[2], best[3]) == (1, 0, 3, 2)
@@ -115,8 +116,9 @@ def test_semantic_pairs_are_the_nearest_by_cosine():
     assert len(keys) == len(set(keys)) and (0, 1) in keys  # each pair once, in either order
 
 
-def test_sample_label_filter_on_the_command_line(cli, tiny_bert, tmp_path):
+def test_sample_label_filter_on_the_command_line(cli, tiny_bert, tmp_path, monkeypatch):
     skip_without("bm25s", "the [augment] extra: --strategy bm25")
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)  # bm25_pairs sets it in this process: undone after
     pool = tmp_path / "pool.txt"
     write(pool, CORPUS)
     pairs = tmp_path / "pairs.tsv"
