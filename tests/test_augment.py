@@ -4,9 +4,12 @@ pool, through the library and the command line."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 import pytest
-from conftest import CORPUS, run_bounded, skip_without, write
+from conftest import CORPUS, REPO, run_bounded, skip_without, write
 from scipy.stats import gaussian_kde
 
 from defsent_cli.augment.kde import _kde_at, histogram_distance, iterative_kde, kde_sample
@@ -91,15 +94,10 @@ print(sys.modules["bm25s"].JAX_PLATFORMS_AT_IMPORT)
 @pytest.mark.parametrize(("user_value", "seen"), [(None, "cpu"), ("cuda", "cuda")])
 def test_bm25s_is_imported_with_jax_on_the_cpu_unless_the_user_chose(tmp_path, user_value, seen):
     # on a GPU machine with JAX, importing bm25s let JAX take 75% of the GPU's memory (the H100, 2026-11-27)
-    import os
-    import sys
-    from pathlib import Path
-
     (tmp_path / "bm25s").mkdir()
     (tmp_path / "bm25s" / "__init__.py").write_text(FAKE_BM25S)
-    root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(root), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO), env.get("PYTHONPATH", "")])
     if user_value:
         env["JAX_PLATFORMS"] = user_value
     result = run_bounded([sys.executable, "-c", REPORT_JAX_PLATFORMS], 120, env=env, capture_output=True, text=True)
