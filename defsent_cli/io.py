@@ -3,8 +3,9 @@
 Every check of a path lives here: :func:`check_input` (exists, and is a file or a folder as expected)
 and :func:`check_output` (not there unless ``--force``, never a folder where a file goes or the other
 way round, its folder exists). Every write is atomic (:func:`atomic_path`: a temporary file beside
-the target, flushed and fsynced, then renamed; removed on any failure) and stdout is written and
-flushed at once (:func:`write_stdout`), so a full disk or a closed pipe is an error, never a success.
+the target, with the mode the umask gives a new file, flushed and fsynced, then renamed; removed on any
+failure) and stdout is written and flushed at once (:func:`write_stdout`), so a full disk or a closed pipe
+is an error, never a success.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -40,8 +42,10 @@ def check_input(path: str | Path, kind: str = "file") -> Path:
 
 def check_output(path: str | Path, force: bool = False, kind: str = "file") -> Path:
     """Where an output (a ``file`` or a ``folder``) goes: not there unless ``force``, not the other kind
-    of thing, in a folder that exists."""
+    of thing, in a folder that exists. ``-`` (stdout) passes."""
     path = Path(path)
+    if is_stdout(path):
+        return path
     if path.exists() or path.is_symlink():
         if not force:
             raise DefsentError("output exists; pass --force to overwrite", path=path)
@@ -51,7 +55,56 @@ def check_output(path: str | Path, force: bool = False, kind: str = "file") -> P
             raise DefsentError("output is a file; give a folder name", path=path)
     if not path.parent.is_dir():
         raise DefsentError("output folder does not exist", path=path.parent)
+    check_writable(path)
     return path
+
+
+def _temporary_beside(path: Path, suffix: str) -> tuple[int, str]:
+    """``mkstemp`` beside ``path``; a folder where nothing can be created (no permission, read-only, immutable)
+    is an OSError about ``path``, the output the user named, never about the temporary name."""
+    try:
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent or ".")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def check_writable(path: str | Path) -> None:
+    """That an output can appear at ``path``, tried now, before any work: a file is created beside it and removed
+    (what every write does first). A folder that cannot be written fails here, naming ``path`` (exit 1), instead
+    of after an hour's work, naming a temporary file."""
+    path = Path(path)
+    fd, probe = _temporary_beside(path, ".probe")
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+@contextlib.contextmanager
+def outputs_together(*paths: str | Path | None) -> Iterator[None]:
+    """Outputs of one command written one after another (a table and its ``--plot``, a ranking and its
+    ``--link``) that stand or fall together: when the block fails, any of ``paths`` it already wrote is removed,
+    so a failed command leaves none of its outputs behind. None (an output not asked for) is skipped."""
+    import shutil
+
+    watched = [Path(p) for p in paths if p is not None and not is_stdout(p)]
+    before = {p: _stamp(p) for p in watched}
+    try:
+        yield
+    except BaseException:
+        for path in watched:
+            if _stamp(path) != before[path]:
+                if path.is_symlink() or path.is_file():
+                    path.unlink(missing_ok=True)
+                elif path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def _fsync(path: Path) -> None:
@@ -66,12 +119,58 @@ def fsync_tree(folder: str | Path) -> None:
             _fsync(path)
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where the system tells it (Linux: ``/proc/self/status``);
+    elsewhere set to 077 for an instant (a file another thread creates meanwhile is private, never too open)
+    and restored. Read at each call: a program may change its umask between two outputs."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the umask."""
+    return 0o666 & ~umask()
+
+
+def folder_mode() -> int:
+    """The mode ``mkdir`` gives a new folder: 0o777 less the umask."""
+    return 0o777 & ~umask()
+
+
+def share_tree(folder: str | Path) -> None:
+    """Give ``folder`` and everything below it the modes a plain ``open`` / ``mkdir`` would (files 0o666, folders
+    0o777, less the umask): libraries that write through private temporary files (``save_pretrained`` leaves
+    ``model.safetensors`` at 0o600) would otherwise make a checkpoint that cannot be shared. Links are left alone."""
+    files, folders = file_mode(), folder_mode()
+    folder = Path(folder)
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        os.chmod(path, folders if path.is_dir() else files)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success. The file has the mode a
+    plain ``open`` would give it (0o666 less the umask), not ``mkstemp``'s private 0o600."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    os.close(fd)
+    fd, tmp = _temporary_beside(path, ".tmp")
+    try:
+        os.fchmod(fd, file_mode())
+    finally:
+        os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
@@ -192,16 +291,34 @@ def hdf5_stream(path: str | Path, needed: int):
             yield h5
 
 
+def is_stdout(path: str | Path | None) -> bool:
+    """``-o -``: the output is standard output."""
+    return path is not None and str(path) == "-"
+
+
 def write_json(path: str | Path, obj: object) -> None:
-    """Atomically write one JSON object (indented, UTF-8)."""
+    """Atomically write one JSON object (indented, UTF-8); ``-`` writes it to stdout."""
+    if is_stdout(path):
+        write_stdout(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+        return
     with atomic_text(path) as fh:
         json.dump(obj, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
-    """Atomically write JSONL; returns the number of lines."""
+    """Atomically write JSONL; returns the number of lines. ``-`` writes them to stdout, a block at a time."""
     n = 0
+    if is_stdout(path):
+        block: list[str] = []
+        for row in rows:
+            block.append(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+            if len(block) >= 4096:
+                write_stdout("".join(block))
+                block = []
+        write_stdout("".join(block))
+        return n
     with atomic_text(path) as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -309,3 +426,27 @@ def _field(obj: dict, field: str, path: str | Path, number: int) -> str:
     if not isinstance(value, str):
         raise DefsentError(f"field {field!r} is not a string", path=_name(path), line=number)
     return value
+
+
+@contextlib.contextmanager
+def stdin_as_file(suffix: str = "") -> Iterator[Path]:
+    """Standard input copied to a temporary file, for a reader that takes a path and reads it twice (a
+    dictionary: counted, then read); removed afterwards. An error about that file names ``<stdin>``."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise DefsentError("no input: give a file, or pipe one into stdin")
+    with tempfile.TemporaryDirectory(prefix="defsent-stdin-") as folder:
+        path = Path(folder) / f"stdin{suffix}"
+        with open(path, "wb") as fh:
+            for block in iter(lambda: sys.stdin.buffer.read(1 << 20), b""):
+                fh.write(block)
+        if not path.stat().st_size:
+            raise DefsentError("stdin is empty: nothing to read")
+        try:
+            yield path
+        except DefsentError as exc:
+            text = str(exc).replace(str(path), "<stdin>")
+            if text == str(exc):
+                raise
+            error = DefsentError(text)
+            error.exit_code = exc.exit_code
+            raise error from None

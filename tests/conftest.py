@@ -116,9 +116,12 @@ def _roberta_tokenizer(folder: Path):
     return RobertaTokenizerFast(vocab=vocab, merges=merges)
 
 
-def build_tiny_bert(folder: Path, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2) -> Path:
+def build_tiny_bert(
+    folder: Path, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2, trained_pooler: bool = True
+) -> Path:
     """A 2-layer, 32-dim BERT with pooler and MLM head, saved with its tokenizer (bench/scale.py asks for a
-    1-layer, 384-dim one)."""
+    1-layer, 384-dim one); ``trained_pooler=False`` leaves the pooler as initialised (bias all zero), as in most
+    sentence-transformers folders."""
     import torch
     from transformers import BertConfig, BertForPreTraining
 
@@ -132,7 +135,11 @@ def build_tiny_bert(folder: Path, seed: int = 0, hidden: int = 32, layers: int =
         intermediate_size=64,
         max_position_embeddings=128,
     )
-    BertForPreTraining(config).save_pretrained(folder)
+    model = BertForPreTraining(config)
+    if trained_pooler:  # a pooler that looks trained, as BERT's (random init leaves its bias all zero)
+        with torch.no_grad():
+            model.bert.pooler.dense.bias.normal_(0.0, 0.02)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

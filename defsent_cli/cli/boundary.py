@@ -11,14 +11,18 @@ The ``defsent`` logger (:mod:`defsent_cli.log`) -> ``warning: ...`` / plain note
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
+import inspect
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -26,11 +30,14 @@ from typer.core import TyperGroup
 
 try:  # typer >= 0.22 parses with its own copy of Click
     from typer._click import exceptions as click_errors
+    from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover - older typer parses with Click itself
     from click import exceptions as click_errors
+    from click.globals import get_current_context
 
 from .. import distributed
-from ..console import err_console
+from ..console import QUIET as _QUIET
+from ..console import err_console, set_quiet
 from ..errors import DefsentError
 from ..io import as_os_error, is_io_failure
 from ..log import logger, warn
@@ -47,11 +54,15 @@ class _ConsoleHandler(logging.Handler):
             err_console.print(message, soft_wrap=True, highlight=False, markup=False)
 
 
+def quiet_mode() -> bool:
+    return bool(_QUIET["on"])
+
+
 def install_log_handler() -> None:
     """Route the library's logger to the console, notes included, at every command (the handler added once;
     other torchrun ranks stay silent). The level is set each time: a program that runs several commands in one
     process may have changed it meanwhile, and the notes would then vanish."""
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.WARNING if quiet_mode() else logging.INFO)
     logger.propagate = False
     if any(isinstance(h, _ConsoleHandler) for h in logger.handlers):
         return
@@ -154,12 +165,36 @@ def warn_ineffective(ctx: typer.Context, cases: Iterable[tuple[str, bool, str]])
             warn(message)
 
 
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Errors and warnings only: no progress, notes or summary lines.")
+]
+
+
+def _with_quiet(fn: Callable) -> inspect.Signature:
+    """``fn``'s signature with the ``-q/--quiet`` option every command takes (added here, once)."""
+    signature = inspect.signature(fn, eval_str=True)
+    quiet = inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Quiet)
+    params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in signature.parameters.values()]
+    return signature.replace(parameters=[*params, quiet.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+
+
+def _say_model_note() -> None:
+    """The note :func:`options.model_default` left when the model came from DEFSENT_MODEL or the bundle."""
+    ctx = get_current_context(silent=True)
+    note = ctx.meta.get("defsent.model_note") if ctx is not None else None
+    if note:
+        logger.info(note)
+
+
 def guard(fn: Callable) -> Callable:
-    """Run a command inside the boundary: every failure is one line and its exit code, never a traceback."""
+    """Run a command inside the boundary: every failure is one line and its exit code, never a traceback.
+    Every command also gets ``-q/--quiet`` here."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        set_quiet(kwargs.pop("quiet", False))
         install_log_handler()
+        _say_model_note()
         if sys.stdout is None:  # the shell closed it (>&-): data written there fails, nothing else does
             sys.stdout = _ClosedStdout()
         try:
@@ -192,7 +227,29 @@ def guard(fn: Callable) -> Callable:
             text = " ".join(str(exc).split())[:300]
             raise fail(f"{type(exc).__name__}: {text} (DEFSENT_DEBUG=1 shows the traceback)", 1) from None
 
+    wrapper.__signature__ = _with_quiet(fn)
     return wrapper
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill``, ``timeout``, Slurm, systemd, torchrun stopping its workers) is answered as Ctrl-C is:
+    KeyboardInterrupt, so the same clean-up runs (no temporary file, a resumable state kept only where one was
+    saved), then ``interrupted`` and exit 130. A second SIGTERM during that clean-up is ignored (SIGKILL still
+    ends the process). The handler before is put back afterwards (a program that runs commands in-process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler; a command run in another thread keeps the default
+        return
+
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 class DefsentGroup(TyperGroup):
@@ -203,7 +260,8 @@ class DefsentGroup(TyperGroup):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with _sigterm_as_interrupt():
+                code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click_errors.NoArgsIsHelpError as exc:
             exc.show()
             sys.exit(exc.exit_code)

@@ -14,7 +14,7 @@ from ..dictionary.sources import DEFAULT_WORDNET_DIR, FORMATS
 from ..dictionary.stats import dictionary_stats
 from ..encoder.models import load_tokenizer
 from ..formats.dictionary import SPLITS, read_dictionary, write_dictionary
-from ..io import check_output, write_stdout
+from ..io import check_output, is_stdout, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import show, stats_table
@@ -93,8 +93,9 @@ def build_dict(
     n_defs = sum(len(e.definitions) for e in entries)
     names = sorted({s for e in entries for s in e.sources})
     counts = {s: sum(e.split == s for e in entries) for s in SPLITS}
+    where = "stdout" if is_stdout(output) else output
     split_text = ", ".join(f"{s} {n:,}" for s, n in counts.items() if n)
-    say(f"wrote {len(entries):,} entries, {n_defs:,} definitions from {', '.join(names)} to {output} ({split_text})")
+    say(f"wrote {len(entries):,} entries, {n_defs:,} definitions from {', '.join(names)} to {where} ({split_text})")
     if stats:
         err_console.print(stats_table(dictionary_stats(entries, settings.tokenizer), title=str(output)))
 

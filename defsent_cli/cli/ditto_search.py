@@ -18,7 +18,7 @@ from .results import check_results_output
 
 
 def ditto_search(
-    model: opt.Model,
+    model: opt.Model = None,
     data: opt.Data = None,
     layers: Annotated[
         str,
@@ -45,7 +45,7 @@ def ditto_search(
     from ..evaluation.sts_data import load_sts_tasks
 
     parse_layers(layers)
-    check_results_output(output, force)
+    check_results_output(output, force, stdout_carries="the best head")
     started = time.perf_counter()
     task = load_sts_tasks(data, ["STS-B"], "dev")[0]
     loaded = load_model(model, device)

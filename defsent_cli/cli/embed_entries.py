@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -9,25 +10,43 @@ import typer
 
 from .. import distributed
 from ..console import say
+from ..errors import DefsentError
 from ..formats.bank import KINDS, check_bank_path
 from ..formats.dictionary import SPLITS, check_splits
-from ..io import check_output, sha256_file
+from ..io import check_output, sha256_file, stdin_as_file
 from ..training.config import PART_DEFINITIONS
 from . import options as opt
 from .boundary import guard
 
 Kind = opt.choices("Kind", KINDS)
+Pool = opt.choices("Pool", KINDS.values())
 
 
 def embed_entries(
-    dictionary: Annotated[
-        Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL (build-dict output).", show_default=False)
-    ],
-    model: opt.Model,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output bank (.h5).", show_default=False)],
+    dictionary: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[DICTIONARY]",
+            help="Dictionary JSONL (build-dict output); default or '-': stdin.",
+            show_default=False,
+        ),
+    ] = None,
+    model: opt.Model = None,
     kind: Annotated[
-        Kind, typer.Option("--kind", "-k", help="AC (mean of CLS states) or AMP (mean of mean-pooled states).")
-    ] = Kind.AMP,
+        Kind | None,
+        typer.Option(
+            "--kind",
+            "-k",
+            help="AC (mean of CLS states) or AMP (mean of mean-pooled states). Default: the model's own pooling "
+            "(AMP for a mean-pooling folder such as all-MiniLM-L6-v2, AC for a plain BERT/RoBERTa).",
+            show_default=False,
+        ),
+    ] = None,
+    pool: Annotated[
+        Pool | None,
+        typer.Option("--pool", help="The same choice by pooling, as the paper names it: mean (AMP) or cls (AC)."),
+    ] = None,
     splits: Annotated[
         str, typer.Option("--splits", help="Comma-separated splits whose entries enter the bank.")
     ] = ",".join(SPLITS),
@@ -54,8 +73,10 @@ def embed_entries(
     """Embed every dictionary entry as the mean of its definitions' vectors (AC or AMP bank).
 
     \b
-    Example:
+    Examples:
       defsent embed-entries dict.jsonl --model ckpt/ --kind AMP -o bank.h5
+      defsent build-dict --wordnet /usr/share/wordnet -o - \\
+          | defsent embed-entries --encoder ckpt/ --pool mean -o bank.h5
 
     Memory is bounded whatever the size of the dictionary: the model and one part of --part-size definitions;
     the rows are streamed into the output (its disk space checked and reserved first). Under torchrun the
@@ -66,27 +87,51 @@ def embed_entries(
 
     check_output(check_bank_path(output), force)
     wanted = check_splits(splits.split(","))
-    sha256_file(dictionary)  # a missing dictionary fails before the model loads
-    loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
-    with distributed.session(loaded.device):
-        bank = write_bank_streamed(
-            dictionary,
-            loaded,
-            output,
-            opt.value(kind),
-            wanted,
-            batch_size,
-            max_length,
-            part_definitions=part_size,
-            show_progress=show_progress,
-            shard=True,
-        )
+    chosen = bank_kind(model, kind, pool)
+    from_stdin = dictionary is None or str(dictionary) == "-"
+    if from_stdin and distributed.active():
+        raise DefsentError("under torchrun every process reads the dictionary: give it as a file, not on stdin")
+    with stdin_as_file(".jsonl") if from_stdin else nullcontext(dictionary) as source:
+        sha256_file(source)  # a missing dictionary fails before the model loads
+        loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
+        with distributed.session(loaded.device):
+            bank = write_bank_streamed(
+                source,
+                loaded,
+                output,
+                chosen,
+                wanted,
+                batch_size,
+                max_length,
+                part_definitions=part_size,
+                show_progress=show_progress,
+                shard=True,
+                dictionary_name="-" if from_stdin else None,
+            )
     if bank is None:  # not rank 0: rank 0 writes
         return
     say(
         f"wrote {output}: {bank.entries} entries x {bank.dim} dims ({bank.kind}, "
         f"{bank.definitions} definitions, {describe(loaded)})"
     )
+
+
+def bank_kind(model: Path, kind, pool) -> str:
+    """The bank's kind: ``--kind``, or ``--pool`` by its pooling name, or the model's own pooling (AMP for mean,
+    AC otherwise), said in a note."""
+    kind, pool = opt.value(kind), opt.value(pool)
+    by_pool = {pooling: name for name, pooling in KINDS.items()}
+    if kind and pool and by_pool[pool] != kind:
+        raise DefsentError(f"--kind {kind} and --pool {pool} disagree (--pool {pool} is --kind {by_pool[pool]})")
+    if kind or pool:
+        return kind or by_pool[pool]
+    from .. import log
+    from ..encoder.models import own_pooling
+
+    own = own_pooling(model)
+    chosen = by_pool.get(own, "AC")
+    log.note(f"bank kind: {chosen} (the model's own {own} pooling; --pool mean|cls chooses)")
+    return chosen
 
 
 def register(app: typer.Typer) -> None:

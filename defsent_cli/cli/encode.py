@@ -18,7 +18,7 @@ from .boundary import guard
 
 
 def encode_command(
-    model: opt.Model,
+    model: opt.Model = None,
     inputs: Annotated[
         list[Path] | None, typer.Option("--input", "-i", help="Input file(s); default stdin. '-' is stdin.")
     ] = None,

@@ -15,7 +15,7 @@ from .results import check_results_output, expand_models, finish, run_models, ta
 
 
 def eval_cluster(
-    model: opt.Models,
+    model: opt.Models = None,
     data: Annotated[
         Path | None,
         typer.Option(

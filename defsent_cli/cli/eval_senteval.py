@@ -18,7 +18,7 @@ MrpcFeatures = opt.choices("MrpcFeatures", MRPC_FEATURES)
 
 
 def eval_senteval(
-    model: opt.Models,
+    model: opt.Models = None,
     data: opt.Data = None,
     tasks: Annotated[
         str | None,

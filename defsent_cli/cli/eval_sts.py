@@ -24,7 +24,7 @@ Layout = opt.choices("Layout", LAYOUTS)
 
 
 def eval_sts(
-    model: opt.Models,
+    model: opt.Models = None,
     data: opt.Data = None,
     tasks: Annotated[
         str | None,

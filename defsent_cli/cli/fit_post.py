@@ -16,13 +16,13 @@ from .boundary import guard
 
 
 def fit_post(
-    model: opt.Model,
     corpus: Annotated[
         Path, typer.Option("--input", "-i", help="Sentences to fit on, one per line.", show_default=False)
     ],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="The fitted chain (.h5), for --post-file.", show_default=False)
     ],
+    model: opt.Model = None,
     post: opt.Post = None,
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 32,

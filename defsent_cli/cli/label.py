@@ -22,11 +22,11 @@ def label_command(
             show_default=False,
         ),
     ],
-    model: opt.Model,
     output: Annotated[
         Path,
         typer.Option("--output", "-o", help="Silver pairs: sentence1<TAB>sentence2<TAB>score.", show_default=False),
     ],
+    model: opt.Model = None,
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Pairs per forward pass.")] = 64,
     device: opt.Device = "auto",
     show_progress: opt.Progress = None,

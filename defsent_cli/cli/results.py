@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..console import say
 from ..errors import DefsentError
-from ..io import check_output, write_json
+from ..io import check_output, is_stdout, write_json
 from ..log import note, warn
 from .render import show, summary_table
 
@@ -51,19 +51,26 @@ def table_of(result: dict, single: Callable[[dict], object]):
     return summary_table(result) if "runs" in result else single(result)
 
 
-def check_results_output(output: Path | None, force: bool) -> None:
-    """Results are JSON, never silently overwritten; checked before anything slow runs."""
-    if output is not None:
+def check_results_output(output: Path | None, force: bool, stdout_carries: str | None = None) -> None:
+    """Results are JSON, never silently overwritten; checked before anything slow runs. ``-`` is stdout,
+    unless the command writes other data there (``stdout_carries`` says what)."""
+    if stdout_carries and is_stdout(output):
+        raise DefsentError(f"-o -: stdout carries {stdout_carries} here; give the results JSON a file name")
+    if output is not None and not is_stdout(output):
         if output.suffix.lower() != ".json":
             raise DefsentError("results are JSON: give the output a .json suffix", path=output)
         check_output(output, force)
 
 
 def finish(result: dict, table, output: Path | None) -> None:
-    """Warnings, the table (stdout without ``-o``, where it is the output), the JSON."""
+    """Warnings, the table (stdout without ``-o``, where it is the output), the JSON (with its provenance:
+    the command line, the models and their weights' hashes, the data read, the versions, the seed)."""
+    from ..formats.results import result_provenance
+
     for message in result.get("warnings", []):
         warn(message)
     show(table, to_stdout=output is None)
     if output is not None:
+        result.setdefault("provenance", result_provenance(result))
         write_json(output, result)
-        say(f"wrote {output} ({result['seconds']:.1f} s)")
+        say(f"wrote {'the results to stdout' if is_stdout(output) else output} ({result['seconds']:.1f} s)")

@@ -10,11 +10,11 @@ import typer
 from ..console import err_console, say
 from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
-from ..io import check_output, write_json, write_stdout
+from ..io import outputs_together, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import ranking_table
-from .results import expand_models
+from .results import check_results_output, expand_models
 
 CriterionName = opt.choices("CriterionName", CRITERIA)
 
@@ -55,8 +55,7 @@ def select_best_command(
     """
     from ..evaluation.selection import check_link, link_winner, score_summary, select_best  # numpy: not for --help
 
-    if output is not None:
-        check_output(output, force)
+    check_results_output(output, force, stdout_carries="the winner's path")
     if copy and link is None:
         raise DefsentError("--copy needs --link PATH")
     if link is not None:
@@ -74,11 +73,35 @@ def select_best_command(
     winner = Path(ranking[0]["path"])
     if output is not None:
         document = {"criterion": criterion.name, "meaning": criterion.meaning, "best": str(winner), "ranking": ranking}
-        write_json(output, {**document, "summary": summary})
+        document["summary"] = summary
+        document["provenance"] = ranking_provenance(criterion, ranking)
+    with outputs_together(output, link):  # a link that fails takes the ranking with it
+        if output is not None:
+            write_json(output, document)
+        if link is not None:
+            link_winner(winner, link, copy, force)
     if link is not None:
-        link_winner(winner, link, copy, force)
         say(f"{link} -> {winner}")
     write_stdout(f"{winner}\n")
+
+
+def ranking_provenance(criterion: Criterion, ranking: list[dict]) -> dict:
+    """The ranking's provenance: every checkpoint ranked, and the data the criterion read (the STS tasks'
+    folders; dict-dev: the dictionary and bank given, else those each checkpoint trained on)."""
+    from ..formats.checkpoint import read_info
+    from ..formats.results import provenance, task_folder_provenance
+
+    paths = [row["path"] for row in ranking]
+    if criterion.name != "dict-dev":
+        data = [task_folder_provenance(task.folder) for task in criterion.tasks]
+    else:
+        data = []
+        for path in paths:
+            info = read_info(path)
+            for given, key in ((criterion.dictionary, "dictionary"), (criterion.bank, "bank")):
+                if given is not None or info.get(key):
+                    data.append(given if given is not None else info[key])
+    return provenance(paths, data)
 
 
 def register(app: typer.Typer) -> None:

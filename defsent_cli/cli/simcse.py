@@ -8,7 +8,7 @@ import typer
 
 from .. import distributed
 from ..console import say
-from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TrainConfig
+from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TSDAE_POOLINGS, TrainConfig
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -19,8 +19,8 @@ StopGradient = opt.choices("StopGradient", STOP_GRADIENTS)
 def simcse_command(
     ctx: typer.Context,
     sentences: opt.Sentences,
-    model: opt.Model,
     output: opt.CheckpointOutput,
+    model: opt.Model = None,
     objective: Annotated[
         ContrastiveObjective,
         typer.Option(
@@ -30,9 +30,11 @@ def simcse_command(
         ),
     ] = ContrastiveObjective.simcse,
     pooling: Annotated[
-        opt.SentencePoolingName,
-        typer.Option("--pooling", "-p", help="cls (SimCSE's unsupervised default) or mean (its 'avg')."),
-    ] = opt.SentencePoolingName.cls,
+        opt.SentencePoolingName | None,
+        typer.Option(
+            "--pooling", "-p", help=f"cls (SimCSE's unsupervised default) or mean (its 'avg'). {opt.OWN_POOLING_HELP}"
+        ),
+    ] = None,
     mlp: Annotated[
         bool | None,
         typer.Option(
@@ -119,7 +121,7 @@ def simcse_command(
         ],
     )
     config = TrainConfig(
-        pooling=opt.value(pooling),
+        pooling=opt.training_pooling(model, pooling, TSDAE_POOLINGS),
         word_head=opt.value(word_head) or "mlm",
         mlm_weight=mlm_weight,
         mlm_probability=mlm_probability,

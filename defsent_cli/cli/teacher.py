@@ -17,8 +17,8 @@ Arch = opt.choices("Arch", ("ce", "cbe"))
 def teacher_command(
     ctx: typer.Context,
     pairs: opt.PairsFile,
-    model: opt.Model,
     output: opt.CheckpointOutput,
+    model: opt.Model = None,
     arch: Annotated[
         Arch,
         typer.Option(

@@ -17,6 +17,7 @@ from ..training.config import (
     OBJECTIVES,
     SCHEDULES,
     SHARD_BANK_BYTES,
+    TRAIN_POOLINGS,
     TrainConfig,
 )
 from . import options as opt
@@ -43,8 +44,8 @@ def train_command(
             metavar="DICTIONARY", help="Dictionary JSONL; its train split is trained on.", show_default=False
         ),
     ],
-    model: opt.Model,
     output: opt.CheckpointOutput,
+    model: opt.Model = None,
     bank: Annotated[
         Path | None,
         typer.Option(
@@ -74,8 +75,9 @@ def train_command(
     mlm_weight: opt.MlmWeight = 0.0,
     mlm_probability: opt.MlmProbability = 0.15,
     pooling: Annotated[
-        opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling before the head, in training.")
-    ] = opt.TrainPooling.cls,
+        opt.TrainPooling | None,
+        typer.Option("--pooling", "-p", help=f"Pooling before the head, in training. {opt.OWN_POOLING_HELP}"),
+    ] = None,
     inference_pooling: Annotated[
         opt.PoolingName | None,
         typer.Option("--inference-pooling", help="Pooling the checkpoint uses for encode/eval (default: --pooling)."),
@@ -86,7 +88,8 @@ def train_command(
             "--pooler",
             help="Head between pooling and bank: keep (the model's dense+tanh pooler; BERT default), mlm-dense (MLM "
             "head dense + GELU; RoBERTa default), none (no head), linear (the pooler dense reset to the identity, no "
-            "activation: for untrained poolers and ICA banks), auto.",
+            "activation: for untrained poolers and ICA banks), auto (the paper's head for the model's family when the "
+            "folder has it trained, else none, e.g. for all-MiniLM-L6-v2).",
         ),
     ] = Pooler.auto,
     lr: Annotated[
@@ -249,7 +252,7 @@ def train_command(
         schedule=opt.value(schedule) or defaults["schedule"],
         mlm_weight=mlm_weight,
         mlm_probability=mlm_probability,
-        pooling=opt.value(pooling),
+        pooling=opt.training_pooling(model, pooling, TRAIN_POOLINGS),
         pooler=opt.value(pooler),
         inference_pooling=opt.value(inference_pooling),
         lr=defaults["lr"] if lr is None else lr,

@@ -18,8 +18,8 @@ PairLoss = opt.choices("PairLoss", PAIR_LOSSES)
 def train_pairs_command(
     ctx: typer.Context,
     pairs: opt.PairsFile,
-    model: opt.Model,
     output: opt.CheckpointOutput,
+    model: opt.Model = None,
     loss: Annotated[
         PairLoss,
         typer.Option(

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..console import say
-from ..training.config import TrainConfig
+from ..training.config import TSDAE_POOLINGS, TrainConfig
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -17,11 +17,12 @@ TsdaePooling = opt.SentencePoolingName
 def tsdae_command(
     ctx: typer.Context,
     sentences: opt.Sentences,
-    model: opt.Model,
     output: opt.CheckpointOutput,
+    model: opt.Model = None,
     pooling: Annotated[
-        TsdaePooling, typer.Option("--pooling", "-p", help="Pooling of the damaged sentence (paper: cls).")
-    ] = TsdaePooling.cls,
+        TsdaePooling | None,
+        typer.Option("--pooling", "-p", help=f"Pooling of the damaged sentence (paper: cls). {opt.OWN_POOLING_HELP}"),
+    ] = None,
     split: opt.SentenceSplit = opt.SentenceSplitName.train,
     deletion: opt.Deletion = opt.DELETION_DEFAULT,
     nm_weight: Annotated[
@@ -72,7 +73,7 @@ def tsdae_command(
         ],
     )
     config = TrainConfig(
-        pooling=opt.value(pooling),
+        pooling=opt.training_pooling(model, pooling, TSDAE_POOLINGS),
         lr=lr,
         batch_size=batch_size,
         epochs=epochs,

