@@ -159,7 +159,9 @@ def test_cli_embed_entries_in_parts_and_a_full_disk(cli, tmp_path, tiny_bert, be
 
     dictionary = _shared_dict(tmp_path)
     out = tmp_path / "bank.h5"
-    result = cli("embed-entries", dictionary, "-m", tiny_bert, "--part-size", "2", "-b", "2", "-o", out)
+    result = cli(
+        "embed-entries", dictionary, "-m", tiny_bert, "--pool", "mean", "--part-size", "2", "-b", "2", "-o", out
+    )
     assert result.exit_code == 0, result.stderr
     assert "5 entries x 32 dims (AMP, 7 definitions" in result.stderr
     np.testing.assert_allclose(read_bank(out).vectors, build_bank(dictionary, bert, "AMP").vectors, atol=1e-5)

@@ -377,7 +377,8 @@ def test_cli_build_dict_progress_goes_to_stderr_and_no_progress_silences_it(cli,
     shown = cli("build-dict", extra, "--wordnet", wordnet_dir, "-o", tmp_path / "a.jsonl", "--progress")
     assert shown.exit_code == 0, shown.stderr
     bar = shown.stderr.strip().splitlines()[0]
-    assert bar.startswith("reading extra.tsv") and "2520/?" in bar  # 20 WordNet + 2,500 definitions read
+    # no terminal here: whole lines, not a redrawn bar (20 WordNet + 2,500 definitions read)
+    assert bar.startswith("reading extra.tsv: 2,520, ") and "━" not in shown.stderr
     quiet = cli("build-dict", extra, "--wordnet", wordnet_dir, "-o", tmp_path / "b.jsonl", "--no-progress")
     assert quiet.exit_code == 0 and quiet.stdout == ""
     assert len(quiet.stderr.splitlines()) == 1 and quiet.stderr.startswith("wrote 2,520 entries")

@@ -117,7 +117,7 @@ def test_cli_crlf_input_and_files(cli, tiny_bert, tmp_path, bert):
     src = tmp_path / "s.txt"
     src.write_bytes(("\r\n".join(SENTS) + "\r\n").encode())
     out = tmp_path / "v.npy"
-    result = cli("encode", "-m", tiny_bert, "-i", src, "-o", out, "--normalize")
+    result = cli("encode", "-m", tiny_bert, "-i", src, "-o", out, "--normalize", "--pooling", "mean")
     assert result.exit_code == 0, result.stderr
     np.testing.assert_allclose(np.load(out), encode(SENTS, bert, "mean", normalize_embeddings=True), atol=1e-5)
 
@@ -199,7 +199,7 @@ def test_cli_jsonl_field_and_h5_jsonl_outputs(cli, tiny_bert, tmp_path):
     with h5py.File(h5_out) as h5:
         assert h5["vectors"].shape == (5, 32)
         assert [t.decode() for t in h5["texts"][()]] == SENTS
-        assert h5.attrs["pooling"] == "mean"
+        assert h5.attrs["pooling"] == "cls"  # a plain BERT folder pools CLS, as DefSent+
     assert cli("encode", "-m", tiny_bert, "-i", src, "--field", "text", "-o", jsonl_out).exit_code == 0
     rows = [json.loads(line) for line in jsonl_out.read_text().splitlines()]
     assert [r["text"] for r in rows] == SENTS and len(rows[0]["embedding"]) == 32

@@ -122,7 +122,7 @@ def test_train_defaults_follow_the_model(request, cli, tiny_dict, tmp_path, whic
     assert cli("embed-entries", tiny_dict, "-m", model, "-o", bank).exit_code == 0
     info, stderr = _train(cli, tiny_dict, bank, model, tmp_path / "ckpt")
     assert (info["train_pooling"], info["pooling"], info["head"]) == (pooling, pooling, head)
-    assert f"pooling: {pooling}" in stderr
+    assert f"({pooling} pooling, head {head}" in stderr
     if head == "none":
         assert "--pooler auto: the model's pooler looks untrained" in stderr
     # the user's choice wins

@@ -118,20 +118,16 @@ def embed_entries(
 
 def bank_kind(model: Path, kind, pool) -> str:
     """The bank's kind: ``--kind``, or ``--pool`` by its pooling name, or the model's own pooling (AMP for mean,
-    AC otherwise), said in a note."""
+    AC otherwise); the closing line says which."""
     kind, pool = opt.value(kind), opt.value(pool)
     by_pool = {pooling: name for name, pooling in KINDS.items()}
     if kind and pool and by_pool[pool] != kind:
         raise DefsentError(f"--kind {kind} and --pool {pool} disagree (--pool {pool} is --kind {by_pool[pool]})")
     if kind or pool:
         return kind or by_pool[pool]
-    from .. import log
     from ..encoder.models import own_pooling
 
-    own = own_pooling(model)
-    chosen = by_pool.get(own, "AC")
-    log.note(f"bank kind: {chosen} (the model's own {own} pooling; --pool mean|cls chooses)")
-    return chosen
+    return by_pool.get(own_pooling(model), "AC")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,7 @@ import typer
 from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 from ..evaluation.criteria import CRITERIA
 from ..formats.dictionary import SPLITS
 from ..training.config import (
@@ -139,17 +139,13 @@ OWN_POOLING_HELP = (
 
 def training_pooling(model: Path, chosen: Any, allowed: tuple[str, ...]) -> str:
     """The pooling a training command uses: the user's, else the model folder's own (CLS, the paper's, where
-    the folder names none or one this objective cannot train with), said in a note."""
+    the folder names none or one this objective cannot train with). The trainer's first line says which."""
     if chosen is not None:
         return value(chosen)
-    from .. import log
     from ..encoder.models import own_pooling
 
     own = own_pooling(model)
-    pooling = own if own in allowed else "cls"
-    why = "the model folder's own" if own == pooling else f"the folder's own {own} is not one of {', '.join(allowed)}"
-    log.note(f"pooling: {pooling} ({why}; --pooling chooses another)")
-    return pooling
+    return own if own in allowed else "cls"
 
 
 Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
@@ -188,6 +184,16 @@ ResultsOutput = Annotated[
 Limit = Annotated[
     int | None,
     typer.Option("--limit", min=1, help="Use a seeded random sample (--seed) of this many definitions."),
+]
+SentenceLimit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit", min=1, help="Use a seeded random sample (--seed) of this many sentences (of a dictionary: definitions)."
+    ),
+]
+PairsLimit = Annotated[
+    int | None,
+    typer.Option("--limit", min=1, help="Use a seeded random sample (--seed) of this many pairs."),
 ]
 Bank = Annotated[Path, typer.Option("--bank", help="Entry bank (.h5).", show_default=False)]
 
@@ -316,6 +322,24 @@ EvalOnOption = Annotated[
         "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
     ),
 ]
+#: The criteria a run on plain sentences or pairs can score (dict-dev needs a dictionary and a bank), and a
+#: teacher's (its scores of STS pairs: no sentence vectors for sts-avg): --help offers only what the command takes.
+SentenceEvalOn = choices("SentenceEvalOn", [name for name in CRITERIA if name != "dict-dev"])
+SentenceEvalOnOption = Annotated[
+    SentenceEvalOn,
+    typer.Option(
+        "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
+    ),
+]
+TeacherEvalOn = choices("TeacherEvalOn", ("dev", "stsb-dev"))
+TeacherEvalOnOption = Annotated[
+    TeacherEvalOn,
+    typer.Option(
+        "--eval-on",
+        help="The dev criterion: the Spearman of the teacher's own pair scores on STS-B dev (stsb-dev), or its mean "
+        "with SICK-R trial's (dev).",
+    ),
+]
 Keep = choices("Keep", KEEP)
 KeepOption = Annotated[
     Keep | None,
@@ -422,7 +446,7 @@ EpochEvalEvery = Annotated[
 def trained_summary(output: Path, info: dict, what: str) -> str:
     """The closing line of a training command: steps, data, final loss, and the kept step of a dev curve."""
     kept = f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
-    return f"wrote {output}: {info['steps']} steps on {what}, final loss {info['final_loss']}{kept}"
+    return f"wrote {output}: {count(info['steps'], 'step')} on {what}, final loss {info['final_loss']}{kept}"
 
 
 #: The TrainConfig fields that simcse, train-pairs and teacher take under the same option names.
