@@ -126,8 +126,13 @@ class PlainProgress:
         parts.append(_clock(elapsed))
         if total and done and done < total and elapsed > 0:
             parts.append(f"eta {_clock((total - done) * elapsed / done)}")
-        parts.extend(f"{key} {value}" for key, value in task["fields"].items() if value not in (None, ""))
+        parts.extend(f"{key} {_short(value)}" for key, value in task["fields"].items() if value not in (None, "", "-"))
         say(", ".join(parts))
+
+
+def _short(value) -> str:
+    """A field's value as a person reads it (``lr 1.93e-05``, not 18 digits)."""
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def _clock(seconds: float) -> str:

@@ -255,12 +255,12 @@ def test_plain_progress_lines_at_each_tenth_and_at_the_end(capsys, monkeypatch):
 
     monkeypatch.setattr(console, "err_console", console.Console(file=sys.stderr, force_terminal=False))
     with console.PlainProgress("defs", seconds=1e9) as progress:
-        task = progress.add_task("training", total=100, loss="")
+        task = progress.add_task("training", total=100, loss="", dev="-")
         for _ in range(20):
-            progress.update(task, advance=5, loss="1.50")
+            progress.update(task, advance=5, loss="1.50", lr=1.9340659340659342e-05)
     lines = capsys.readouterr().err.strip().splitlines()
     assert [line.split(",")[0] for line in lines] == [f"training: {n}/100 ({n}%)" for n in range(10, 101, 10)]
-    assert lines[-1].endswith("loss 1.50") and "eta" not in lines[-1]
+    assert lines[-1].endswith(", loss 1.50, lr 1.93e-05") and "eta" not in lines[-1] and "dev" not in lines[-1]
 
 
 def test_lookup_says_its_scores_are_dot_products(cli, tiny_bert, tiny_dict, tmp_path):
