@@ -1,0 +1,175 @@
+"""The README stays a newcomer's start page: its quickstart runs as written, it is short, its first screen
+has code, its command table names every command, and its links (and the docs pages') point at files.
+
+The quickstart block (the first ```sh block after the ``## Quickstart`` heading) is run by bash as a user
+would paste it, with ``set -euo pipefail``, in an empty folder, on a tiny random BERT (``DEFSENT_MODEL``, the
+documented way to name a model without ``-m``), a tiny WordNet database (``WORDNET``, which the block reads as
+``${WORDNET:-/usr/share/wordnet}``) and a mini SentEval folder (``DEFSENT_DATA``), so its last step runs too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, build_mini, run_bounded
+
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+QUICKSTART_DEADLINE = 600  # seconds; 54-85 s measured on 2 busy cores
+
+# (lemmas, gloss): a WordNet data.noun of 36 synsets, enough for a 0.8/0.1/0.1 split with dev and test entries
+SYNSETS = [
+    (["piglet", "shoat"], "a young pig"),
+    (["teakettle"], "kettle for boiling water to make tea"),
+    (["giraffe", "camelopard"], "a long-necked african animal"),
+    (["dog", "domestic_dog"], "a domesticated carnivorous mammal kept as a pet"),
+    (["joy", "joyousness"], "a feeling of great happiness"),
+    (["fish"], "an animal that lives in water and swims with fins"),
+    (["sprint"], "the act of running quickly"),
+    (["revival"], "the act of giving new life or vigor to something"),
+    (["ability"], "having the necessary means or skill to do something"),
+    (["guitarist"], "a musician who plays the guitar"),
+    (["onion"], "a bulb eaten as a vegetable, sliced in the kitchen"),
+    (["cat", "true_cat"], "a small domesticated animal that catches mice"),
+    (["tree"], "a tall plant with a trunk and branches"),
+    (["street"], "a road in a city or town"),
+    (["kitchen"], "a room where food is prepared"),
+    (["man"], "an adult male person"),
+    (["woman"], "an adult female person"),
+    (["sentence"], "a string of words that means something"),
+    (["water"], "a clear liquid that falls as rain"),
+    (["fin"], "a thin part of a fish used for swimming"),
+    (["pet"], "an animal kept at home for company"),
+    (["mammal"], "an animal that feeds its young with milk"),
+    (["happiness"], "the state of being happy"),
+    (["skill"], "the ability to do something well"),
+    (["vigor", "vigour"], "active strength of body or mind"),
+    (["tea"], "a drink made by pouring boiling water on dried leaves"),
+    (["kettle"], "a pot with a lid for boiling water"),
+    (["pig", "hog"], "a domestic animal with a flat snout kept for meat"),
+    (["animal", "beast"], "a living thing that can move and feel"),
+    (["music"], "sounds arranged to be pleasant to hear"),
+    (["city"], "a large town where many people live"),
+    (["room"], "a part of a building with walls and a door"),
+    (["word"], "a unit of language that has a meaning"),
+    (["rain"], "water falling from the clouds in drops"),
+    (["milk"], "a white liquid that mammals feed their young"),
+    (["running", "run"], "moving fast on foot"),
+]
+
+
+def tiny_wordnet(folder: Path) -> Path:
+    """A WordNet 3.0 database folder (``data.noun`` only, with the licence header's leading-space lines)."""
+    folder.mkdir(parents=True)
+    lines = ["  1 This software and database is being provided to you, the LICENSEE, by  "]
+    for k, (lemmas, gloss) in enumerate(SYNSETS):
+        words = " ".join(f"{lemma} 0" for lemma in lemmas)
+        lines.append(f"{1740 + 100 * k:08d} 05 n {len(lemmas):02x} {words} 000 | {gloss}  ")
+    (folder / "data.noun").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def quickstart_block(text: str) -> str:
+    """The first ```sh block after the ``## Quickstart`` heading (before the next ``## `` heading)."""
+    match = re.search(r"^## Quickstart\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, "README.md has no '## Quickstart' section"
+    block = re.search(r"^```sh\n(.*?)^```\s*$", match.group(1), re.M | re.S)
+    assert block, "README.md's Quickstart section has no ```sh block"
+    return block.group(1)
+
+
+def local_links(path: Path) -> list[str]:
+    """The targets of the relative Markdown links of a page, code blocks left out, anchors cut off."""
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    return [t.split("#", 1)[0] for t in targets if not re.match(r"[a-z]+:", t) and not t.startswith("#")]
+
+
+def test_readme_is_short_and_starts_with_code():
+    lines = readme().splitlines()
+    assert len(lines) < 400, f"README.md has {len(lines)} lines: move the long material into docs/"
+    first = next((n for n, line in enumerate(lines, 1) if line.startswith("```")), None)
+    assert first is not None and first <= 40, f"README.md's first code block starts on line {first}, not in 1-40"
+
+
+def test_readme_quickstart_block_is_documented_as_run():
+    """The block is copy-paste: no placeholders, WordNet's folder substitutable, no model to name."""
+    block = quickstart_block(readme())
+    assert "${WORDNET:-/usr/share/wordnet}" in block
+    assert "BASE" not in block and "PATH/TO" not in block.upper()
+    assert "mkdir" in block
+
+
+def test_readme_links_point_at_files():
+    pages = [README, *sorted(DOCS.glob("*.md"))]
+    missing = [
+        f"{page.relative_to(REPO)} -> {target}"
+        for page in pages
+        for target in local_links(page)
+        if target and not (page.parent / target).exists()
+    ]
+    assert not missing, "links to missing files: " + "; ".join(missing)
+    docs = {t for t in local_links(README) if t.startswith("docs/")}
+    assert {"docs/results.md", "docs/conventions.md"} <= docs  # the report and the conventions in full
+    assert docs & {"docs/README.md", "docs/index.md"}, "README.md does not link the docs index"
+
+
+def test_readme_command_table_names_every_command():
+    from defsent_cli.cli.app import app
+
+    text = readme()
+    commands = (DOCS / "commands.md").read_text(encoding="utf-8")
+    for command in (c.name for c in app.registered_commands):
+        assert re.search(rf"^\|[^|]*`{re.escape(command)}`", text, re.M), f"README's command table lacks {command}"
+        assert re.search(rf"^\|[^|]*`{re.escape(command)}`", commands, re.M), f"docs/commands.md lacks {command}"
+
+
+@pytest.mark.long  # 54-85 s on 2 busy cores: nine CLI processes, each importing torch
+def test_readme_quickstart_runs(tmp_path, tiny_bert):
+    block = quickstart_block(readme())
+    data = build_mini(tmp_path / "data")  # senteval/ with STS-B dev and SICK-R trial
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "DEFSENT_MODEL": str(tiny_bert),
+        "WORDNET": str(tiny_wordnet(tmp_path / "wordnet")),
+        "DEFSENT_DATA": str(data),
+        "DEFSENT_NO_PROGRESS": "1",
+    }
+    script = "set -euo pipefail\n" + block
+    result = run_bounded(
+        ["bash", "-c", script], QUICKSTART_DEADLINE, cwd=work, env=env, capture_output=True, check=False
+    )
+    out, err = result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")
+    assert result.returncode == 0, f"the README's quickstart failed (exit {result.returncode}):\n{err[-4000:]}"
+    # every step left what the README says it does
+    [folder] = [p for p in work.iterdir() if p.is_dir()]  # the block's own mkdir
+    entries = [json.loads(line) for line in (folder / "dict.jsonl").read_text().splitlines()]
+    assert len(entries) == sum(len(lemmas) for lemmas, _ in SYNSETS)
+    assert {e["split"] for e in entries} == {"train", "dev", "test"}
+    info = json.loads((folder / "ckpt" / "defsent.json").read_text())
+    assert Path(info["base_model"]).resolve() == tiny_bert.resolve()  # the model came from DEFSENT_MODEL
+    vectors = np.load(folder / "vecs.npy")
+    assert vectors.shape == (3, 32) and vectors.dtype == np.float32
+    assert "a baby pig" in out and "(3, 32)" in out  # lookup's hits and the python line's shape
+    for name in ("base-dev.json", "ckpt-dev.json"):  # the SentEval step ran
+        assert json.loads((folder / name).read_text())["tasks"], name
+
+
+def test_quickstart_block_is_the_first_sh_block_of_its_section():
+    text = "## Install\n\n```sh\npip\n```\n\n## Quickstart\n\n```text\nx\n```\n```sh\na\nb\n```\n```sh\nc\n```\n"
+    assert quickstart_block(text) == "a\nb\n"
+    with pytest.raises(AssertionError, match="no ```sh block"):
+        quickstart_block("## Quickstart\n\nno code\n\n## Next\n\n```sh\nx\n```\n")
