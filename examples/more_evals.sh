@@ -12,7 +12,7 @@
 # Environment: DEFSENT_DATA or DATA (default ../shared/data), TASKS (transfer tasks, default
 # SST-5,SICK-E,SciCite,STS-B-5,SICK-R-5), CLUSTER (clustering sets, default all six), CONFIG (SentEval config, default default), RUNS (k-means runs,
 # default 10), LIMIT (a small sample per clustering set and of the corpus, for a quick check), EVALS
-# (default "cluster senteval inspect").
+# (default "cluster senteval inspect"). ROWS or EVALS set empty are empty (ROWS="": the checkpoints only).
 # Writes OUT/{cluster,senteval,inspect}/<row>.json, OUT/times.tsv (eval, row, seconds, command) and
 # OUT/table.md (one row per run, every figure with the command behind it).
 set -euo pipefail
@@ -25,8 +25,8 @@ DATA=${DATA:-${DEFSENT_DATA:-../shared/data}}
 TASKS=${TASKS:-SST-5,SICK-E,SciCite,STS-B-5,SICK-R-5}
 CONFIG=${CONFIG:-default}
 RUNS=${RUNS:-10}
-ROWS=${ROWS:-mean first-last t4-idf t4-idf-whiten t4-idf-quantile}
-EVALS=${EVALS:-cluster senteval inspect}
+ROWS=${ROWS-mean first-last t4-idf t4-idf-whiten t4-idf-quantile}  # lists: set empty, empty
+EVALS=${EVALS-cluster senteval inspect}
 SAMPLE=()
 [ -n "${LIMIT:-}" ] && SAMPLE=(--limit "$LIMIT")
 SETS=()

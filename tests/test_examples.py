@@ -419,18 +419,18 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
 
     assert any(line.startswith("| CBE teacher, semantic | ") and line.endswith(" | 1 |") for line in lines)
 
-    # the record alone, as carried to another machine: JSON, the teacher's scores, the times
+    # the record alone, as carried to another machine: JSON, the drawn gold, the teacher's scores, the times
     carried = tmp_path / "carried"
     checkpoints = {path.parent for path in out.rglob("defsent.json")}
     for path in out.rglob("*"):
-        record = path.suffix == ".json" or path.name.endswith("-test.tsv") or path.name == "times.tsv"
+        record = path.suffix == ".json" or path.name in ("gold.tsv", "times.tsv") or path.name.endswith("-test.tsv")
         if record and not checkpoints.intersection(path.parents):
             target = carried / path.relative_to(out)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, target)
-    assert (
-        not (carried / "semi" / "seed-7" / "cbe").exists() and not (carried / "semi" / "seed-7" / "gold.tsv").exists()
-    )
+    assert not (carried / "semi" / "seed-7" / "cbe").exists()
+    assert (carried / "semi" / "seed-7" / "gold.tsv").read_text().splitlines() == gold  # the input kept with them
+    assert json.loads((carried / "semi" / "seed-7" / "gold.json").read_text())["size"] == 6
     again = run_script("stsb_pairs.sh", carried, "semi", data=mini, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr, again.stderr[-3000:]
     assert tables(carried) == made
@@ -442,6 +442,95 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     expected = ["sample-pairs", "teacher", "label", "train-pairs", "eval-sts", "eval-sts"]
     assert [c.split()[2] for c in commands] == expected, more.stderr[-3000:]
     assert "--strategy random" in commands[0] and "cbe-random" in commands[3]
+
+
+# --- switches set empty -----------------------------------------------------------------------------------
+
+#: The example scripts' list and on/off switches: set empty, each is empty (no teachers, no seeds, no rows,
+#: off), never its default (``${X-default}``, not ``${X:-default}``, which takes an empty value for unset).
+EMPTY_MEANS_EMPTY = {
+    "stsb_pairs.sh": ["SEEDS", "TEACHERS", "STRATEGIES"],
+    "augsbert.sh": ["GOLD_ONLY"],
+    "contrastive.sh": ["SEEDS", "METHODS", "EVALS", "LIMIT"],
+    "more_evals.sh": ["ROWS", "EVALS"],
+    "results.sh": ["SENTEVAL", "RECIPE", "MERGE"],
+    "tuned.sh": ["SEEDS", "MERGE", "LIMIT"],
+}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.parametrize(("script", "name"), [(s, n) for s, names in EMPTY_MEANS_EMPTY.items() for n in names])
+def test_a_switch_set_empty_is_empty(script, name):
+    """Each expansion of the switch in the script, evaluated by bash: unset, the default; set empty, empty."""
+    import re
+
+    text = (ROOT / "examples" / script).read_text()
+    expansions = re.findall(r"\$\{" + name + r'(?::?[-=+?])(?:"[^"]*"|[^}"])*\}', text)
+    assert expansions, f"{script} has no ${{{name}...}}"
+    for expansion in expansions:
+        assert not expansion.startswith(f"${{{name}:-"), f"{script}: {expansion} treats {name}='' as unset"
+        if expansion.startswith((f"${{{name}-", f"${{{name}:+")):
+            unset = subprocess.run(["bash", "-c", f"unset {name}; printf '[%s]' {expansion}"], capture_output=True)
+            empty = subprocess.run(["bash", "-c", f"{name}=; printf '[%s]' {expansion}"], capture_output=True)
+            assert empty.stdout == b"[]", (script, expansion, empty.stdout)
+            assert unset.stdout != b"[]" or expansion.startswith(f"${{{name}:+"), (script, expansion)
+
+
+STUB_DEFSENT = """#!/usr/bin/env bash
+# a stand-in defsent: logs its arguments, writes what -o names (a folder with defsent.json for a training)
+echo "$*" >> "$STUB_LOG"
+out= prev=
+for arg in "$@"; do [ "$prev" = -o ] && out=$arg; prev=$arg; done
+case $1 in
+  train-pairs|teacher) mkdir -p "$out" && echo '{}' > "$out/defsent.json" ;;
+  *) [ -z "$out" ] || echo '{}' > "$out" ;;
+esac
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_stsb_pairs_trains_no_teacher_when_teachers_is_empty_and_keeps_the_drawn_gold(mini, tmp_path):
+    """TEACHERS="" trains no teacher in either stage (it trained both); semi draws the gold pairs into the results
+    folder, gold.tsv with gold.json saying how: every row drawn from STS-B train by the seed, its hashes.
+    defsent is a stand-in here (the order of the commands is the script's, the training is not tested)."""
+    import hashlib
+    import json
+
+    from conftest import write
+
+    from defsent_cli.formats.pairs import read_pairs
+
+    bench = mini / "senteval" / "downstream" / "STS" / "STSBenchmark"
+    rows = [
+        f"main-captions\tMSRvid\t2012train\t{i:04d}\t{i % 6:.3f}\ta man plays {i}\ta dog runs {i}" for i in range(9)
+    ]
+    write(bench / "sts-train.csv", rows)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "defsent").write_text(STUB_DEFSENT)
+    (stub / "defsent").chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = dict(os.environ, PATH=f"{stub}:{Path(sys.executable).parent}:{os.environ['PATH']}", STUB_LOG=str(log))
+    env.update(DEFSENT_DATA=str(mini), MODEL=str(tmp_path / "model"), SEEDS="7", GOLD_SIZE="4", TEACHERS="")
+    for stage in ("supervised", "semi"):
+        done = subprocess.run(
+            ["bash", str(ROOT / "examples" / "stsb_pairs.sh"), tmp_path / "out", stage],
+            cwd=tmp_path, env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    commands = [line.split()[0] for line in log.read_text().splitlines()]
+    assert "teacher" not in commands and "label" not in commands and "sample-pairs" not in commands
+    assert commands.count("train-pairs") == 2  # supervised/bi-7 and semi/seed-7/gold-only
+    seed = tmp_path / "out" / "semi" / "seed-7"
+    gold = (seed / "gold.tsv").read_bytes()
+    draw = json.loads((seed / "gold.json").read_text())
+    assert draw["seed"] == 7 and draw["size"] == 4 and draw["file"] == "gold.tsv"
+    assert draw["source"] == str((bench / "sts-train.csv").resolve())
+    assert draw["source_sha256"] == hashlib.sha256((bench / "sts-train.csv").read_bytes()).hexdigest()
+    assert draw["sha256"] == hashlib.sha256(gold).hexdigest()
+    train = read_pairs(bench / "sts-train.csv")
+    drawn = "".join(f"{train.sent1[i]}\t{train.sent2[i]}\t{train.scores[i]:g}\n" for i in draw["rows"])
+    assert len(set(draw["rows"])) == 4 and drawn.encode() == gold
 
 
 def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_path):

@@ -58,10 +58,12 @@ def ditto_search(
     show(table, to_stdout=False)
     write_stdout(rows[0]["head"] + "\n")  # stdout: the best head, for --ditto-head "$(defsent ditto-search ...)"
     if output is not None:
+        from ..formats.results import provenance, task_folder_provenance
+
         seconds = round(time.perf_counter() - started, 2)
-        write_json(
-            output, {"model": str(model), "layers": layers, "split": "STS-B dev", "heads": rows, "seconds": seconds}
-        )
+        document = {"model": str(model), "layers": layers, "split": "STS-B dev", "heads": rows, "seconds": seconds}
+        document["provenance"] = provenance([model], [task_folder_provenance(task.folder)])
+        write_json(output, document)
 
 
 def register(app: typer.Typer) -> None:

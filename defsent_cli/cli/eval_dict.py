@@ -71,6 +71,9 @@ def eval_dict_command(
     result.update(metrics)
     table = reverse_dictionary_table(metrics, len(entries))
     if output is not None:
+        from ..formats.results import provenance
+
+        result["provenance"] = provenance([model], [dictionary, *([bank] if bank is not None else [])], seed)
         write_json(output, result)
         err_console.print(table)
     else:

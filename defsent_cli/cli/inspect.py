@@ -11,7 +11,7 @@ import typer
 
 from ..console import err_console, say
 from ..errors import DefsentError
-from ..io import check_output, write_json, write_stdout
+from ..io import check_output, outputs_together, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
 from .render import inspect_table
@@ -160,16 +160,24 @@ def inspect(
     document = {"pairs": pairs, "seed": seed, "banks": reports}
     if sentences:
         document["sentences"] = sentences
+    if output is not None or as_json:
+        from ..formats.results import provenance
+
+        inputs_read = [*(paths or []), *([corpus] if model and corpus else []), *([data] if model and data else [])]
+        document["provenance"] = provenance(models if model else [], inputs_read, seed)
+    with outputs_together(output, plot):  # a plot that fails takes the JSON with it
+        if output is not None:
+            write_json(output, document)
+        if plot is not None:
+            from ..space.plots import plot_spaces
+
+            plot_spaces(plot, spaces, points=points, seed=seed)
     if output is not None:
-        write_json(output, document)
         say(f"wrote {output}")
+    if plot is not None:
+        say(f"wrote {plot}")
     if as_json:
         write_stdout(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    if plot is not None:
-        from ..space.plots import plot_spaces
-
-        plot_spaces(plot, spaces, points=points, seed=seed)
-        say(f"wrote {plot}")
 
 
 def register(app: typer.Typer) -> None:

@@ -126,6 +126,10 @@ def merge_command(
     }
     if criterion is not None and "selected_score" in result.report:
         info["scores"] = {f"{criterion.name} ({criterion.meaning})": result.report["selected_score"]}
+    from ..formats.results import provenance, task_folder_provenance
+
+    read = [task_folder_provenance(task.folder) for task in criterion.tasks] if criterion is not None else []
+    info["provenance"] = provenance(folders, read)  # every model given, kept in the merge or not
     save_checkpoint(output, work.model, work.tokenizer, info, work.max_length, force=force)
     chosen = f"alpha {result.report['alpha']:g}" if "alpha" in result.report else f"{len(result.members)} models"
     scored = f", {criterion.name} {result.report['selected_score']:.2f}" if "selected_score" in result.report else ""

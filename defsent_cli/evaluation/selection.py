@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..encoder.models import load_model
 from ..errors import DefsentError
+from ..io import check_writable
 from ..log import note
 from .common import mean_sd
 from .criteria import Criterion, checkpoint_seed
@@ -51,6 +52,7 @@ def check_link(link: Path, force: bool = False) -> Path:
         raise DefsentError("link target exists; pass --force to replace it", path=link)
     if not link.parent.is_dir():
         raise DefsentError("the folder of --link does not exist", path=link.parent)
+    check_writable(link)
     return link
 
 

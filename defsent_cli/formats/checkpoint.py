@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib import metadata
 from pathlib import Path
 
 from ..errors import DefsentError
-from ..io import as_os_error, check_output, fsync_tree, is_io_failure
+from ..io import as_os_error, check_output, fsync_tree, is_io_failure, share_tree
+from .results import provenance
 
 CHECKPOINT_FORMAT = "defsent-checkpoint/1"
 INFO_FILE = "defsent.json"
@@ -47,8 +49,9 @@ def read_info(folder: str | Path) -> dict:
 def sentence_transformers_files(
     folder: Path, dim: int, pooling: str, max_seq_length: int, normalize: bool = False
 ) -> None:
-    """Write ``modules.json``, ``sentence_bert_config.json`` and ``1_Pooling/config.json`` (and a
-    ``Normalize`` module when the base model had one, as a fine-tuned sentence-transformers model keeps it).
+    """Write ``modules.json``, ``config_sentence_transformers.json``, ``sentence_bert_config.json`` and
+    ``1_Pooling/config.json`` (and a ``Normalize`` module when the base model had one, as a fine-tuned
+    sentence-transformers model keeps it).
 
     sentence-transformers has no prompt pooling; a ``prompt`` checkpoint gets mean
     pooling there (defsent itself reads ``defsent.json`` and uses the prompt).
@@ -62,6 +65,8 @@ def sentence_transformers_files(
         modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
         (folder / "2_Normalize").mkdir(exist_ok=True)
     (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
+    config = json.dumps(sentence_transformers_config(), indent=2, sort_keys=True)
+    (folder / "config_sentence_transformers.json").write_text(config, encoding="utf-8")
     st_config = {"max_seq_length": int(max_seq_length), "do_lower_case": False}
     (folder / "sentence_bert_config.json").write_text(json.dumps(st_config, indent=2) + "\n", encoding="utf-8")
     pooling_config = {"word_embedding_dimension": int(dim)}
@@ -70,6 +75,37 @@ def sentence_transformers_files(
     pooling_config["pooling_mode_mean_sqrt_len_tokens"] = False
     (folder / "1_Pooling").mkdir(exist_ok=True)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling_config, indent=2) + "\n", encoding="utf-8")
+
+
+def sentence_transformers_config() -> dict:
+    """``config_sentence_transformers.json`` as sentence-transformers 6 writes it (``SentenceTransformer.save``):
+    the versions that wrote the folder (sentence-transformers' only where it is installed: it warns when a
+    folder names a newer version than its own), no prompts but its empty defaults, cosine similarity."""
+    written_with = {}
+    for key, package in (("pytorch", "torch"), ("sentence_transformers", "sentence-transformers"),
+                         ("transformers", "transformers")):  # fmt: skip
+        try:
+            written_with[key] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return {
+        "__version__": written_with,
+        "default_prompt_name": None,
+        "model_type": "SentenceTransformer",
+        "prompts": {"document": "", "query": ""},
+        "similarity_fn_name": "cosine",
+    }
+
+
+def checkpoint_provenance(info: dict) -> dict:
+    """Where a checkpoint came from (docs/formats.md, "Results JSON", ``provenance``): the models it was made
+    from (the base model; a merge: its models and base) with their weights' hashes, its training data files
+    with theirs, the command line, the versions and the training seed."""
+    models = [*info.get("models", []), *([info["base"]] if info.get("base") else [])]
+    if info.get("base_model"):
+        models.append(info["base_model"])
+    data = [info[key] for key in ("dictionary", "bank", "sentences", "pairs") if isinstance(info.get(key), str)]
+    return provenance(models, data, (info.get("config") or {}).get("seed"))
 
 
 def _row(name: str, value) -> str:
@@ -104,15 +140,103 @@ def _description(info: dict) -> str:
     return text + (f" Loss: {', '.join(extras)}." if extras else "")
 
 
+def _yaml(value) -> str:
+    """A YAML scalar: a JSON string is a valid YAML double-quoted one (numbers, true/false, null as JSON)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def base_license(base_model) -> str | None:
+    """The ``license`` of the base model's own model card (its README's front matter), when it has one."""
+    try:
+        text = (Path(str(base_model)) / "README.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        key, _, value = line.partition(":")
+        if key == "license" and value.strip() and value.strip() not in ("null", "~"):
+            return value.strip().strip("\"'")
+    return None
+
+
+#: The dev criteria a checkpoint records a score on: (task type, task name, metric type) for ``model-index``.
+CRITERION_METRICS = {
+    "dev": ("sentence-similarity", "Semantic Similarity", "spearman_cosine"),
+    "stsb-dev": ("sentence-similarity", "Semantic Similarity", "spearman_cosine"),
+    "sts-avg": ("sentence-similarity", "Semantic Similarity", "spearman_cosine"),
+    "dict-dev": ("reverse-dictionary", "Reverse Dictionary", "mrr"),
+}
+
+
+def _kept_score(info: dict) -> tuple[str, float] | None:
+    """(criterion, score) of the weights written: the dev score of the kept step (``train`` and the other
+    trainings with ``--eval-every``) or a merge's selected score."""
+    if info.get("kind") == "merge":
+        if info.get("select") and info.get("selected_score") is not None:
+            return info["select"], float(info["selected_score"])
+        return None
+    curve, kept = info.get("eval_curve") or [], info.get("kept_step")
+    scores = [score for step, score in curve if step == kept and score is not None]
+    return (info["eval_on"], float(scores[-1])) if info.get("eval_on") and scores else None
+
+
+def front_matter(name: str, info: dict) -> list[str]:
+    """The model card's YAML metadata, as the Hugging Face Hub reads it: ``library_name``, ``pipeline_tag``,
+    ``tags`` (with the objective), ``base_model``, ``datasets`` (the training files by name), ``license`` (the
+    base model card's, when it states one) and ``model-index`` (the dev score of the weights written)."""
+    kind = info.get("kind", "train")
+    objective = info.get("objective") or {"train": "defsent-plus"}.get(kind, kind)
+    tags = ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsent"]
+    tags += [tag for tag in (objective, info.get("loss")) if tag and tag not in tags]
+    lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity", "tags:"]
+    lines += [f"- {_yaml(tag)}" for tag in tags]
+    if kind == "merge":
+        bases = [*info.get("models", []), *([info["base"]] if info.get("base") else [])]
+        bases = list(dict.fromkeys(bases))
+    else:
+        bases = [info["base_model"]] if info.get("base_model") else []
+    if len(bases) == 1:
+        lines.append(f"base_model: {_yaml(str(bases[0]))}")
+    elif bases:
+        lines += ["base_model:", *(f"- {_yaml(str(b))}" for b in bases)]
+    datasets = [Path(str(info[key])).name for key in ("dictionary", "sentences", "pairs") if info.get(key)]
+    if datasets:
+        lines += ["datasets:", *(f"- {_yaml(d)}" for d in datasets)]
+    licence = base_license(bases[0]) if len(bases) >= 1 else None
+    if licence:
+        lines.append(f"license: {_yaml(licence)}")
+    kept = _kept_score(info)
+    if kept is not None:
+        criterion, score = kept
+        task_type, task_name, metric = CRITERION_METRICS.get(criterion, ("sentence-similarity", criterion, criterion))
+        lines += [
+            "model-index:",
+            f"- name: {_yaml(name)}",
+            "  results:",
+            "  - task:",
+            f"      type: {_yaml(task_type)}",
+            f"      name: {_yaml(task_name)}",
+            "    dataset:",
+            f"      name: {_yaml(criterion)}",
+            f"      type: {_yaml(criterion)}",
+            "    metrics:",
+            f"    - type: {_yaml(metric)}",
+            f"      value: {_yaml(score)}",
+            f"      name: {_yaml(f'{criterion} (x100), the score defsent kept this checkpoint on')}",
+        ]
+    return [*lines, "---"]
+
+
 def model_card(name: str, info: dict) -> str:
-    """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json``."""
+    """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json``: the Hub's
+    metadata (:func:`front_matter`), then how to use it, its data, settings and scores."""
     pooling = info.get("pooling", "mean")
     lines = [
-        "---",
-        "library_name: sentence-transformers",
-        "pipeline_tag: sentence-similarity",
-        "tags: [sentence-transformers, sentence-similarity, feature-extraction, defsent]",
-        "---",
+        *front_matter(name, info),
         "",
         f"# {name}",
         "",
@@ -192,6 +316,14 @@ def model_card(name: str, info: dict) -> str:
     return "\n".join(lines)
 
 
+def _discard(path: Path) -> None:
+    """Remove what is at ``path``: a symlink or file unlinked (never followed), a folder with its contents."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def save_checkpoint(
     output: Path,
     model,
@@ -206,6 +338,8 @@ def save_checkpoint(
     ``files`` maps extra file names to the paths copied in (e.g. the loss log). Without
     ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder)."""
     output = check_output(output, force, kind="folder")
+    if "provenance" not in info:
+        info = {**info, "provenance": checkpoint_provenance(info)}
     tmp = output.with_name(f".{output.name}.writing")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -220,13 +354,14 @@ def save_checkpoint(
         (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
         for name, source in (files or {}).items():
             shutil.copyfile(source, tmp / name)
+        share_tree(tmp)  # the modes the umask gives (save_pretrained leaves model.safetensors private)
         fsync_tree(tmp)  # a full disk surfaces before the checkpoint appears
-        if output.exists():
+        if output.exists() or output.is_symlink():
             old = output.with_name(f".{output.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
+            _discard(old)
             output.rename(old)
             tmp.rename(output)
-            shutil.rmtree(old, ignore_errors=True)
+            _discard(old)  # a symlink there (select-best --link) goes; the checkpoint it pointed at stays
         else:
             tmp.rename(output)
     except BaseException as exc:

@@ -1,5 +1,6 @@
 """The paper's pictures of an entry space: 2-D SVD projection (uncentred) and 2-D PCA-whitened projection,
-plus the two coordinate axes with the largest excess kurtosis (where ICA's non-Gaussian axes show).
+plus the two coordinate axes with the largest excess kurtosis (where ICA's non-Gaussian axes show); and the
+loss and dev curves of training runs (``defsent plot``, read by :mod:`defsent_cli.training.curves`).
 
 matplotlib is optional (the ``plot`` extra) and imported only here, with the Agg canvas:
 no display, no pyplot global state.
@@ -54,25 +55,27 @@ def most_kurtotic_axes(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return top, kurt[top]
 
 
-def _require_matplotlib():
+def _require_matplotlib(needs: str = "--plot"):
+    """matplotlib's Figure and Agg canvas; without matplotlib, one error line saying what ``needs`` it and how to
+    install it."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise DefsentError(
-            "--plot needs matplotlib: pip install 'defsent-cli[plot]' (or pip install matplotlib)"
+            f"{needs} needs matplotlib: pip install 'defsent-cli[plot]' (or pip install matplotlib)"
         ) from None
     return Figure, FigureCanvasAgg
 
 
-def check_plot_path(path: str | Path) -> Path:
+def check_plot_path(path: str | Path, needs: str = "--plot") -> Path:
     """The plot format is named by the suffix: .png, .pdf or .svg."""
     path = Path(path)
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise DefsentError(
             f"unknown plot suffix {path.suffix or '(none)'}; use one of {', '.join(PLOT_SUFFIXES)}", path=path
         )
-    _require_matplotlib()
+    _require_matplotlib(needs)
     return path
 
 
@@ -121,4 +124,62 @@ def plot_spaces(path: str | Path, spaces: Sequence[Space], points: int = 5000, s
     fmt = path.suffix.lower()[1:]
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=fmt, dpi=110)
+    return path
+
+
+def plot_curves(path: str | Path, runs: Sequence, smooth: int = 1, title: str | None = None) -> Path:
+    """The training curves of ``runs`` (:class:`~defsent_cli.training.curves.RunCurves`), one colour a run,
+    labelled by its name, written atomically: the loss against the step, as a trailing moving average of
+    ``smooth`` logged points over the raw curve drawn faint (``smooth`` 1: as logged); below it, when any run
+    was scored as it trained, the dev score against the step, the kept checkpoint's step starred."""
+    from ..training.curves import moving_average
+
+    path = check_plot_path(path, needs="defsent plot")
+    figure_cls, canvas_cls = _require_matplotlib("defsent plot")
+    from matplotlib.ticker import MaxNLocator
+
+    with_dev = any(run.dev for run in runs)
+    fig = figure_cls(figsize=(8, 7.5 if with_dev else 4.5), layout="constrained")
+    canvas = canvas_cls(fig)
+    axes = fig.subplots(2 if with_dev else 1, 1, sharex=True, squeeze=False)[:, 0]
+    loss_ax = axes[0]
+    kept_shown, star = False, {"marker": "*", "ms": 12, "markeredgecolor": "k", "linestyle": "none"}
+    for number, run in enumerate(runs):
+        colour = f"C{number % 10}"
+        if run.loss:
+            steps, values = [s for s, _ in run.loss], [v for _, v in run.loss]
+            marker = "o" if len(steps) <= 40 else None
+            if smooth > 1:
+                loss_ax.plot(steps, values, color=colour, alpha=0.25, lw=1)
+                values = moving_average(values, smooth)
+            loss_ax.plot(steps, values, color=colour, lw=1.6, marker=marker, ms=3, label=run.name)
+        if with_dev and run.dev:
+            dev_ax = axes[1]
+            steps, scores = [s for s, _ in run.dev], [v for _, v in run.dev]
+            dev_ax.plot(steps, scores, color=colour, lw=1.6, marker="o", ms=3, label=run.name)
+            if run.kept_step is not None and run.kept_step in steps:
+                kept = scores[steps.index(run.kept_step)]
+                dev_ax.plot([run.kept_step], [kept], color=colour, **star)
+                kept_shown = True
+    smoothed = f", moving average of {smooth}" if smooth > 1 else ""
+    loss_ax.set_ylabel(f"training loss{smoothed}")
+    loss_ax.set_title("loss", fontsize=10)
+    if kept_shown:  # one legend entry for the stars, in no run's colour
+        axes[1].plot([], [], color="0.6", label="kept checkpoint", **star)
+    if with_dev:
+        criteria = sorted({run.eval_on for run in runs if run.dev and run.eval_on})
+        axes[1].set_ylabel(f"dev score ({', '.join(criteria)})" if criteria else "dev score")
+        axes[1].set_title("dev evaluations", fontsize=10)
+    columns = 1 + (len(runs) - 1) // 12
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
+        ax.tick_params(labelbottom=True)
+        ax.grid(True, color="0.9", lw=0.6)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, ncols=columns)
+    if title:
+        fig.suptitle(title)
+    with atomic_path(path) as tmp:
+        canvas.print_figure(str(tmp), format=path.suffix.lstrip(".").lower(), dpi=110)
     return path
