@@ -11,7 +11,7 @@ import typer
 from ..console import err_console, say
 from ..dictionary.build import BuildSettings, build_dictionary, default_sources, parse_fractions
 from ..dictionary.sources import DEFAULT_WORDNET_DIR, FORMATS
-from ..dictionary.stats import dictionary_stats
+from ..dictionary.stats import dictionary_stats, source_stats
 from ..encoder.models import load_tokenizer
 from ..formats.dictionary import SPLITS, read_dictionary, write_dictionary
 from ..io import check_output, is_stdout, write_stdout
@@ -28,22 +28,47 @@ def build_dict(
         list[Path] | None,
         typer.Argument(
             metavar="SOURCES",
-            help="Dictionary files (Oxford, TSV, DefSent+ CSV, JSONL) or WordNet folders.",
+            help="Dictionary files (Oxford, TSV, DefSent+ CSV, JSONL), dictd databases (NAME.index, NAME.dict.dz or "
+            "NAME: GCIDE, FOLDOC, the Jargon File and others), glossaries pyglossary reads (StarDict .ifo, .bgl, .xdxf, "
+            ".dsl and more) "
+            "or WordNet folders.",
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[SourceFormat, typer.Option("--format", help="Format of the SOURCES files.")] = SourceFormat.auto,
+    fmt: Annotated[
+        SourceFormat,
+        typer.Option(
+            "--format",
+            help="Format of the SOURCES files (auto: by suffix and first line; glossary: through pyglossary, "
+            "pip install 'defsent-cli[glossary]').",
+        ),
+    ] = SourceFormat.auto,
     wordnet: Annotated[
         Path | None,
         typer.Option(
             "--wordnet", help=f"WordNet 3.0 database folder to add (default {DEFAULT_WORDNET_DIR} without SOURCES)."
         ),
     ] = None,
-    examples: Annotated[bool, typer.Option("--examples", help="Keep WordNet usage examples in the glosses.")] = False,
+    examples: Annotated[
+        bool,
+        typer.Option(
+            "--examples",
+            help="Keep usage examples in the definitions (WordNet's quoted ones, GCIDE's '; as, a bank of snow').",
+        ),
+    ] = False,
     encoding: Annotated[
         str, typer.Option("--encoding", help="Text encoding of the files (DefSent+ CSV: utf-16).")
     ] = "utf-8",
     lowercase: Annotated[bool, typer.Option("--lowercase", help="Lowercase entries.")] = False,
+    category: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--category",
+            help="Keep only the definitions of this category (repeatable; FOLDOC's <programming>, <networking> tags); "
+            "sources without categories are kept whole.",
+            show_default=False,
+        ),
+    ] = None,
     single_token: Annotated[
         Path | None,
         typer.Option("--single-token", help="Keep only entries that are one token for this model folder's tokenizer."),
@@ -63,16 +88,20 @@ def build_dict(
         typer.Option("--sample", min=1, help="Keep a seeded random sample of N entries, in order (after filters)."),
     ] = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
-    stats: Annotated[bool, typer.Option("--stats", help="Print the dictionary statistics table (stderr).")] = False,
+    stats: Annotated[
+        bool, typer.Option("--stats", help="Print the statistics per split and per source (stderr).")
+    ] = False,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
-    """Build a dictionary JSONL from WordNet and/or dictionary files (merged case-insensitively).
+    """Build a dictionary JSONL from WordNet, dictd databases and/or dictionary files (merged case-insensitively).
 
     \b
-    Example:
+    Examples:
       defsent build-dict --wordnet /usr/share/wordnet --split 0.8,0.1,0.1 \\
           -o dict.jsonl --stats
+      defsent build-dict /usr/share/dictd/foldoc.index --category programming \\
+          -o foldoc.jsonl --stats
     """
     check_output(output, force)
     _check_encoding(encoding)
@@ -86,9 +115,11 @@ def build_dict(
         max_entries=max_entries,
         fractions=parse_fractions(split) if split is not None else None,
         seed=seed,
+        categories=tuple(category or ()),
     )
     inputs = default_sources(wordnet, [(path, opt.value(fmt)) for path in sources or []])
-    entries = build_dictionary(inputs, settings, show_progress=show_progress)
+    origins: dict[str, list[str]] = {}
+    entries = build_dictionary(inputs, settings, show_progress=show_progress, origins=origins)
     write_dictionary(output, entries)
     n_defs = sum(len(e.definitions) for e in entries)
     names = sorted({s for e in entries for s in e.sources})
@@ -98,6 +129,22 @@ def build_dict(
     say(f"wrote {len(entries):,} entries, {n_defs:,} definitions from {', '.join(names)} to {where} ({split_text})")
     if stats:
         err_console.print(stats_table(dictionary_stats(entries, settings.tokenizer), title=str(output)))
+        err_console.print(source_table(source_stats(entries, origins)))
+
+
+def source_table(rows: dict[str, dict]):
+    """The per-source table of ``build-dict --stats``."""
+    from rich.table import Table
+
+    table = Table(title="per source")
+    for name, justify in (("source", "left"), ("entries", "right"), ("definitions", "right"), ("defs/entry", "right")):
+        table.add_column(name, justify=justify)
+    for name, row in rows.items():
+        if name == "total":
+            table.add_section()
+        per = row["definitions"] / row["entries"] if row["entries"] else 0.0
+        table.add_row(name, f"{row['entries']:,}", f"{row['definitions']:,}", f"{per:.2f}")
+    return table
 
 
 def _check_encoding(encoding: str) -> None:

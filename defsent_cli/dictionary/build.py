@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +22,26 @@ from ..log import warn
 from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
 
 
-def merge(items: Iterable[Item], lowercase: bool = False) -> list[Entry]:
+def merge(items: Iterable[Item], lowercase: bool = False, origins: dict[str, list[str]] | None = None) -> list[Entry]:
     """Combine pairs / entries into one entry per headword (DefSent+ dataset "a").
 
     Entries match case-insensitively (``casefold`` after whitespace normalisation) and keep the
     first spelling seen (``lowercase=True`` lowercases them). Definitions are whitespace-normalised,
-    empty ones dropped, duplicates dropped, first-seen order kept. Sources are recorded once each,
-    in order. An :class:`Entry` input keeps its split for a new headword (pairs give ``train``).
+    empty ones dropped, duplicates dropped, first-seen order kept, each with the metadata of its first
+    occurrence (an :class:`Entry` input's ``meta``). Sources are recorded once each, in order. An
+    :class:`Entry` input keeps its split for a new headword (pairs give ``train``).
+
+    ``origins``, when given, is filled with the source that gave each kept definition (the first source
+    of the item it came first from), per casefolded entry, in definition order: :func:`.stats.source_stats`.
     """
     merged: dict[str, Entry] = {}
     seen_definitions: dict[str, set[str]] = {}
     for item in items:
         if isinstance(item, Entry):
-            name, definitions, sources, split = item.entry, item.definitions, item.sources, item.split
+            name, definitions, sources, split, meta = item.entry, item.definitions, item.sources, item.split, item.meta
         else:
             name, definition, source = item
-            definitions, sources, split = [definition], [source], "train"
+            definitions, sources, split, meta = [definition], [source], "train", None
         name = normalize_space(name)
         if lowercase:
             name = name.lower()
@@ -49,11 +53,18 @@ def merge(items: Iterable[Item], lowercase: bool = False) -> list[Entry]:
             target = merged[key] = Entry(name, [], [], split)
             seen_definitions[key] = set()
         seen = seen_definitions[key]
-        for definition in definitions:
+        for k, definition in enumerate(definitions):
             definition = normalize_space(definition)
             if definition and definition not in seen:
                 seen.add(definition)
                 target.definitions.append(definition)
+                found = meta[k] if meta else None
+                if found and target.meta is None:
+                    target.meta = [{} for _ in range(len(target.definitions) - 1)]
+                if target.meta is not None:
+                    target.meta.append(dict(found) if found else {})
+                if origins is not None:
+                    origins.setdefault(key, []).append(sources[0] if sources else "")
         for source in sources:
             if source not in target.sources:
                 target.sources.append(source)
@@ -218,6 +229,7 @@ class BuildSettings:
     max_entries: int | None = None
     fractions: tuple[float, float, float] | None = None  # --split
     seed: int = 42
+    categories: tuple[str, ...] = ()  # --category: keep the definitions of these categories (FOLDOC's <tags>)
 
 
 def default_sources(wordnet: Path | None, sources: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
@@ -232,13 +244,75 @@ def default_sources(wordnet: Path | None, sources: Sequence[tuple[Path, str]]) -
     return inputs
 
 
+class CategoryFilter:
+    """``--category``: keep the definitions whose metadata ``categories`` hold one of the wanted (case-insensitive);
+    a source without categories at all passes whole, with a warning; none with any, or a wanted category
+    that no definition has, is an error (after reading, before anything is written)."""
+
+    def __init__(self, wanted: Sequence[str]) -> None:
+        self.wanted = {w.strip().casefold(): w.strip() for w in wanted if w.strip()}
+        self.found: Counter[str] = Counter()  # every category seen, by its first spelling
+        self.matched: set[str] = set()
+        self.with_categories: list[str] = []
+        self.without: list[str] = []
+
+    def apply(self, items: Iterable[Item], name: str) -> Iterator[Item]:
+        """The items of one source, filtered; a source is one with categories as soon as one item has some (the
+        items before that are held back, then dropped: a definition without a category is not of one)."""
+        held: list[Item] = []
+        has = False
+        for item in items:
+            meta = item.meta if isinstance(item, Entry) else None
+            if not meta or not any(m.get("categories") for m in meta):
+                if not has:
+                    held.append(item)
+                continue
+            if not has:
+                has, held = True, []
+            keep = []
+            for k, m in enumerate(meta):
+                categories = [str(c) for c in m.get("categories") or []]
+                self.found.update(categories)
+                hits = {c.casefold() for c in categories} & self.wanted.keys()
+                self.matched |= hits
+                if hits:
+                    keep.append(k)
+            if keep:
+                yield dataclasses.replace(
+                    item, definitions=[item.definitions[k] for k in keep], meta=[meta[k] for k in keep]
+                )
+        (self.with_categories if has else self.without).append(name)
+        yield from held
+
+    def check(self) -> None:
+        if not self.with_categories:
+            raise DefsentError(
+                f"--category: {', '.join(self.without)} {'has' if len(self.without) == 1 else 'have'} no categories "
+                "(FOLDOC has: defsent build-dict /usr/share/dictd/foldoc.index --category programming)"
+            )
+        missing = [w for key, w in self.wanted.items() if key not in self.matched]
+        if missing:
+            common = ", ".join(c for c, _ in self.found.most_common(12))
+            raise DefsentError(
+                f"--category {', '.join(missing)}: no definition of {', '.join(self.with_categories)} has it; "
+                f"its categories include {common}"
+            )
+        if self.without:
+            warn(f"--category does not apply to {', '.join(self.without)} (no categories): kept whole")
+
+
 def build_dictionary(
-    inputs: Sequence[tuple[Path, str]], settings: BuildSettings, show_progress: bool | None = None
+    inputs: Sequence[tuple[Path, str]],
+    settings: BuildSettings,
+    show_progress: bool | None = None,
+    origins: dict[str, list[str]] | None = None,
 ) -> list[Entry]:
     """Read every source, merge case-insensitively, then filter, sample, cut and split (in that order).
 
     ``show_progress``: a bar on stderr counting the definitions read (None: on unless DEFSENT_NO_PROGRESS).
+    ``origins``: filled as :func:`merge` does (the source of each definition, for :func:`.stats.source_stats`).
     """
+    categories = CategoryFilter(settings.categories) if settings.categories else None
     with make_progress("definitions", show_progress) as progress:
         task = progress.add_task("reading", total=None)
 
@@ -246,9 +320,10 @@ def build_dictionary(
             for path, fmt in inputs:
                 progress.update(task, description=f"reading {Path(path).name}")
                 read = 0
-                for item in read_source(
-                    path, fmt, encoding=settings.encoding, include_examples=settings.include_examples
-                ):
+                found = read_source(path, fmt, encoding=settings.encoding, include_examples=settings.include_examples)
+                if categories is not None:
+                    found = categories.apply(found, Path(path).name)
+                for item in found:
                     yield item
                     read += len(item.definitions) if isinstance(item, Entry) else 1
                     if read >= 1000:  # the bar in steps, not per definition
@@ -256,7 +331,9 @@ def build_dictionary(
                         read = 0
                 progress.advance(task, read)
 
-        entries = merge(items(), lowercase=settings.lowercase)
+        entries = merge(items(), lowercase=settings.lowercase, origins=origins)
+    if categories is not None:
+        categories.check()
     if settings.tokenizer is not None:
         entries = single_token(entries, settings.tokenizer)
     entries = min_definitions(entries, settings.min_definitions)

@@ -1,8 +1,11 @@
 """Dictionary sources: WordNet 3.0 database folders, Oxford (Ishiwatari et al. 2019) files,
-``entry<TAB>definition`` TSV, the DefSent+ CSV and dictionary JSONL.
+``entry<TAB>definition`` TSV, the DefSent+ CSV, dictionary JSONL, dictd databases (:mod:`.dictd`: GCIDE,
+FOLDOC, the Jargon File, ...) and, through pyglossary where it is installed, other glossary formats
+(:mod:`.glossary`: StarDict, Babylon, XDXF, DSL, ...).
 
-Readers yield ``(entry, definition, source)`` pairs (or :class:`Entry` objects for JSONL);
-:mod:`.build` merges them into a dictionary.
+Readers yield ``(entry, definition, source)`` pairs (or :class:`Entry` objects for JSONL and dictd);
+:mod:`.build` merges them into a dictionary. A reader refuses a file it cannot read, and names the format
+a file given in the wrong one is in (:func:`looks_like`).
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from pathlib import Path
 from ..errors import DefsentError
 from ..formats.dictionary import Entry, iter_entries
 from ..io import iter_lines
+from .text import Pair, normalize_space
 
-Pair = tuple[str, str, str]
-"""``(entry, definition, source)`` as the readers yield them."""
-
-FORMATS = ("auto", "wordnet", "oxford", "tsv", "defsent-csv", "jsonl")
+FORMATS = ("auto", "wordnet", "oxford", "tsv", "defsent-csv", "jsonl", "dictd", "glossary")
+# what pyglossary reads that no reader here does: --format auto sends these to it (.dsl.dz: a gzipped DSL)
+GLOSSARY_SUFFIXES = (".ifo", ".bgl", ".xdxf", ".dsl", ".dsl.dz", ".mdx", ".slob", ".ldf", ".tei", ".zim")
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
 WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 DEFSENT_SEPARATOR = "<|list_more_def|>"
@@ -26,15 +29,9 @@ ENCODING_HINT = "; pass --encoding (e.g. utf-16 for the DefSent+ CSV)"
 WORDNET_HINT = "pass a WordNet database directory (apt-get install wordnet-base gives /usr/share/wordnet) or files"
 
 _ADJ_MARKER = re.compile(r"\((?:a|p|ip)\)$")
-_WHITESPACE = re.compile(r"\s+")
 
 
 Item = Pair | Entry
-
-
-def normalize_space(text: str) -> str:
-    """Collapse runs of whitespace to one space and strip the ends."""
-    return _WHITESPACE.sub(" ", text).strip()
 
 
 # --------------------------------------------------------------------------- readers
@@ -106,6 +103,13 @@ def read_wordnet(directory: str | Path, include_examples: bool = False) -> Itera
         raise DefsentError(f"not a directory; {WORDNET_HINT}", path=directory)
     files = [directory / name for name in WORDNET_FILES if (directory / name).is_file()]
     if not files:
+        indexes = sorted(p.name for p in directory.glob("*.index"))
+        if indexes:
+            raise DefsentError(
+                f"holds dictd databases ({', '.join(indexes[:4])}{', ...' if len(indexes) > 4 else ''}), not "
+                f"WordNet; pass one: defsent build-dict {directory / indexes[0]} -o DICT.jsonl",
+                path=directory,
+            )
         raise DefsentError(f"no WordNet data files ({', '.join(WORDNET_FILES)}); {WORDNET_HINT}", path=directory)
     for path in files:
         for number, line in iter_lines(path):
@@ -124,6 +128,7 @@ def read_oxford(path: str | Path, encoding: str = "utf-8") -> Iterator[Pair]:
 
     The entry is the text before the last ``%``; the source is the tag after it (``oxford``).
     """
+    refuse_other_format(path, "oxford")
     for number, line in _text_lines(path, encoding):
         columns = line.split("\t")
         if len(columns) < 4:
@@ -143,12 +148,25 @@ def read_oxford(path: str | Path, encoding: str = "utf-8") -> Iterator[Pair]:
 
 
 def read_tsv(path: str | Path, encoding: str = "utf-8", source: str | None = None) -> Iterator[Pair]:
-    """Yield pairs from ``entry<TAB>definition`` lines (one definition per line; source = file stem)."""
+    """Yield pairs from ``entry<TAB>definition`` lines (one definition per line; source = file stem).
+
+    Exactly two columns: a line with more (a dictd index's offsets, an Oxford file's columns) or with no tab
+    (JSONL, plain text) is refused, naming the file:line and, where known, the format the file is in.
+    """
+    refuse_other_format(path, "tsv")
     source = source or Path(path).stem
     for number, line in _text_lines(path, encoding):
-        entry, tab, definition = line.partition("\t")
-        if not tab:
-            raise DefsentError("expected 'entry<TAB>definition' (no tab on this line)", path=path, line=number)
+        columns = line.split("\t")
+        if len(columns) != 2:
+            found = "no tab on this line" if len(columns) == 1 else f"{len(columns)} tab-separated columns"
+            what = looks_like(line, path)
+            raise DefsentError(
+                f"expected 'entry<TAB>definition', found {found}"
+                + (f": {what}" if what else "" if len(columns) == 1 else "; a definition cannot hold a tab"),
+                path=path,
+                line=number,
+            )
+        entry, definition = columns
         if not entry.strip():
             raise DefsentError("empty entry in column 1", path=path, line=number)
         yield entry, definition, source
@@ -156,6 +174,7 @@ def read_tsv(path: str | Path, encoding: str = "utf-8", source: str | None = Non
 
 def read_defsent_csv(path: str | Path, encoding: str = "utf-8", source: str | None = None) -> Iterator[Pair]:
     """Yield pairs from the DefSent+ CSV: ``entry<TAB>def1<|list_more_def|>def2...`` (often UTF-16)."""
+    refuse_other_format(path, "defsent-csv")
     source = source or Path(path).stem
     for number, line in _text_lines(path, encoding):
         columns = line.split("\t")
@@ -173,23 +192,112 @@ def read_defsent_csv(path: str | Path, encoding: str = "utf-8", source: str | No
 
 
 def read_jsonl(path: str | Path, encoding: str = "utf-8") -> Iterator[Entry]:
-    """Yield validated :class:`Entry` objects from a dictionary JSONL file (repeats allowed: they merge)."""
+    """Yield validated :class:`Entry` objects from a dictionary JSONL file (repeats allowed: they merge).
+
+    A Wiktionary extract (kaikki.org JSONL: ``{"word": ..., "senses": [...]}``) is refused with the way to
+    read it (``--format glossary``)."""
+    refuse_other_format(path, "jsonl")
+    for _, line in _text_lines(path, encoding) if str(path) != "-" else ():  # stdin is read once
+        what = looks_like(line, path)
+        if what and "Wiktionary" in what:
+            raise DefsentError(f"is not a dictionary JSONL: {what}", path=path)
+        break
     return iter_entries(path, encoding, unique=False, hint=ENCODING_HINT)
 
 
+# --------------------------------------------------------------------------- what a file is
+
+
+def _json_object(line: str) -> dict | None:
+    import json
+
+    if not line.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def looks_like(line: str, path: str | Path | None = None) -> str | None:
+    """What a line of a file given in the wrong format shows the file to be, with how to read it; None when
+    it shows nothing known."""
+    from .dictd import looks_like_index_line
+
+    if looks_like_index_line(line):
+        return (
+            "this is a dictd index (headword<TAB>offset<TAB>length, in base64); pass the database: "
+            f"defsent build-dict {path or 'NAME.index'} --format dictd (or leave --format out)"
+        )
+    obj = _json_object(line)
+    if obj is not None:
+        if "word" in obj and "senses" in obj:
+            return (
+                "this is a Wiktionary extract (kaikki.org JSONL); read it with --format glossary "
+                "(pip install 'defsent-cli[glossary]')"
+            )
+        return "this is JSONL (a JSON object per line); name it .jsonl or pass --format jsonl"
+    columns = line.split("\t")
+    if len(columns) >= 4 and "%oxford" in columns[0]:
+        return "this is an Oxford (Ishiwatari et al. 2019) file; pass --format oxford"
+    return None
+
+
+def refuse_other_format(path: str | Path, fmt: str) -> None:
+    """Refuse, before reading a line, a file that is another format's: gzip (a dictd .dict.dz), the data of a
+    dictd database, a glossary pyglossary reads."""
+    from .dictd import database_paths
+
+    if str(path) == "-" or not Path(path).is_file():
+        return  # stdin; a missing file is open_text's error
+    name = Path(path).name.lower()
+    if name.endswith((".dict", ".dict.dz")) and database_paths(path) is not None:
+        raise DefsentError(
+            f"is the text of a dictd database, not {fmt}; pass the database: --format dictd (or leave --format out)",
+            path=path,
+        )
+    if name.endswith(GLOSSARY_SUFFIXES):
+        raise DefsentError(
+            f"is a glossary file ({Path(path).suffix}), not {fmt}; read it with --format glossary "
+            "(pip install 'defsent-cli[glossary]')",
+            path=path,
+        )
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+    except OSError:
+        return
+    if head == b"\x1f\x8b":
+        raise DefsentError(
+            f"is a gzip file, not {fmt} text (a dictd NAME.dict.dz? pass the database, NAME.index, with "
+            "--format dictd; else gunzip it first)",
+            path=path,
+        )
+
+
 def detect_format(path: str | Path, encoding: str = "utf-8") -> str:
-    """Guess a source's format: a directory is WordNet; ``.jsonl`` -> jsonl; ``.csv`` -> defsent-csv;
-    a first line whose first column holds ``%oxford`` or that has >= 4 tab columns -> oxford; else tsv."""
+    """Guess a source's format: a directory is WordNet; a dictd database's .index, .dict.dz, .dict or base
+    name (with the index and the data beside each other) -> dictd; a glossary suffix pyglossary reads
+    (:data:`GLOSSARY_SUFFIXES`) -> glossary; ``.jsonl`` -> jsonl; ``.csv`` -> defsent-csv; a first line whose
+    first column holds ``%oxford`` or that has >= 4 tab columns -> oxford; else tsv."""
+    from .dictd import database_paths
+
     path = Path(path)
     if str(path) == "-":
         raise DefsentError("cannot detect the format of stdin; pass --format", path=path)
     if path.is_dir():
         return "wordnet"
+    if database_paths(path) is not None:
+        return "dictd"
+    if path.name.lower().endswith(GLOSSARY_SUFFIXES):
+        return "glossary"
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return "jsonl"
     if suffix == ".csv":
         return "defsent-csv"
+    refuse_other_format(path, "plain")
     for _, line in _text_lines(path, encoding):
         columns = line.split("\t")
         return "oxford" if "%oxford" in columns[0] or len(columns) >= 4 else "tsv"
@@ -208,5 +316,13 @@ def read_source(
         return read_wordnet(path, include_examples)
     if Path(path).is_dir():
         raise DefsentError(f"is a directory, but --format is {fmt}; directories are read as WordNet", path=path)
+    if fmt == "dictd":
+        from .dictd import read_dictd
+
+        return read_dictd(path, encoding, include_examples)
+    if fmt == "glossary":
+        from .glossary import read_glossary
+
+        return read_glossary(path)
     readers = {"oxford": read_oxford, "tsv": read_tsv, "defsent-csv": read_defsent_csv, "jsonl": read_jsonl}
     return readers[fmt](path, encoding)

@@ -1,4 +1,5 @@
-"""Dictionary statistics per split: entries, definitions and token lengths (the DefSent+ Table 1 view)."""
+"""Dictionary statistics per split: entries, definitions and token lengths (the DefSent+ Table 1 view); and per
+source (:func:`source_stats`)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,22 @@ def dictionary_stats(entries: Iterable[Entry], tokenizer: Any = None, batch_size
             row["median_tokens"] = statistics.median(found) if found else None
         stats[split] = row
     return stats
+
+
+def source_stats(entries: Iterable[Entry], origins: dict[str, list[str]] | None = None) -> dict[str, dict]:
+    """Per source, in order of first appearance, and ``total``: the entries that list it (an entry merged from
+    several sources counts for each) and the definitions it gave (each definition counted once, for the source
+    it came from first: ``origins`` as :func:`.build.merge` fills it; without it, for the entry's first source)."""
+    rows: dict[str, dict[str, int]] = {}
+    entries = list(entries)
+    for e in entries:
+        for source in e.sources:
+            rows.setdefault(source, {"entries": 0, "definitions": 0})["entries"] += 1
+        given = (origins or {}).get(e.entry.casefold())
+        if given is None or len(given) != len(e.definitions):
+            given = [e.sources[0] if e.sources else ""] * len(e.definitions)
+        for source in given:
+            rows.setdefault(source, {"entries": 0, "definitions": 0})["definitions"] += 1
+    rows.pop("", None)
+    rows["total"] = {"entries": len(entries), "definitions": sum(len(e.definitions) for e in entries)}
+    return rows

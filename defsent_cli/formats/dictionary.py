@@ -31,15 +31,21 @@ class Entry:
     definitions: list[str]
     sources: list[str]
     split: str = "train"
+    meta: list[dict[str, Any]] | None = None
+    """Optional, one JSON object per definition (same order): what a source says about it (``pos``, ``labels``,
+    ``origin``, ``categories``); None, or objects all empty, when it says nothing (the key is then not written)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSONL object (key order: entry, definitions, sources, split)."""
-        return {
+        """The JSONL object (key order: entry, definitions, sources, split, and meta where any definition has one)."""
+        row: dict[str, Any] = {
             "entry": self.entry,
             "definitions": list(self.definitions),
             "sources": list(self.sources),
             "split": self.split,
         }
+        if self.meta and any(self.meta):
+            row["meta"] = [dict(m) for m in self.meta]
+        return row
 
 
 def _strings(value: Any, name: str, path: str | Path, number: int, allow_empty: bool) -> list[str]:
@@ -58,7 +64,7 @@ def entry_from_json(obj: dict, path: str | Path, number: int) -> Entry:
 
     ``entry``: a non-blank string; ``definitions``: a non-empty list of non-blank strings;
     ``sources`` (optional): a list of non-blank strings; ``split`` (optional, default train):
-    one of :data:`SPLITS`.
+    one of :data:`SPLITS`; ``meta`` (optional): one JSON object per definition.
     """
     entry = obj.get("entry")
     if not isinstance(entry, str) or not entry.strip():
@@ -68,7 +74,13 @@ def entry_from_json(obj: dict, path: str | Path, number: int) -> Entry:
     split = obj.get("split", "train")
     if split not in SPLITS:
         raise DefsentError(f"'split' must be one of {', '.join(SPLITS)}, found {split!r}", path=path, line=number)
-    return Entry(entry, definitions, sources, split)
+    meta = obj.get("meta")
+    if meta is not None:
+        if not isinstance(meta, list) or len(meta) != len(definitions) or not all(isinstance(m, dict) for m in meta):
+            raise DefsentError(
+                f"'meta' must be a list of {len(definitions)} JSON objects, one per definition", path=path, line=number
+            )
+    return Entry(entry, definitions, sources, split, meta)
 
 
 def iter_entries(path: str | Path, encoding: str = "utf-8", unique: bool = True, hint: str = "") -> Iterator[Entry]:
@@ -89,6 +101,38 @@ def iter_entries(path: str | Path, encoding: str = "utf-8", unique: bool = True,
                     line=number,
                 )
         yield entry
+
+
+def check_dictionary(path: str | Path) -> Path:
+    """A look at the first line of a file given as a dictionary, before anything slow (a model, a hash): a file
+    that is no dictionary JSONL at all (a pairs file, a TSV, plain text) is told so, not taken for a dictionary
+    with a bad line, nor for one that some bank was not built from."""
+    import json
+
+    from ..io import check_input, iter_lines
+    from .pairs import looks_like
+
+    path = check_input(path)
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            entry_from_json(obj, path, number)
+            return path
+        looks = looks_like(line)
+        if looks is not None:
+            raise DefsentError(
+                f"is not a dictionary JSONL: line {number} looks like {looks}; a dictionary has one JSON object "
+                'per line, {"entry": ..., "definitions": [...]}, as defsent build-dict writes it (build-dict '
+                "--format tsv reads entry<TAB>definition lines; scored pairs train with train-pairs or teacher)",
+                path=path,
+            )
+        break
+    return path  # anything else: the reader's own error, naming the line
 
 
 def read_dictionary(path: str | Path, encoding: str = "utf-8") -> list[Entry]:
