@@ -15,3 +15,9 @@ class DefsentError(Exception):
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         super().__init__(where + message)
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` agreeing, for messages: "1 step", "2 steps", "1,000 pairs" (``plural`` where it is not
+    ``noun`` + s)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -88,6 +88,14 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
         "reshaped_post": broken / "reshaped-post.h5",
         "future_info": broken / "future-info",
         "narrow_bank": broken / "narrow-bank.h5",
+        "pairs": broken / "pairs.tsv",  # a good scored pairs file, given where something else belongs
+        "negative_pairs": broken / "negative.tsv",
+        "equal_scores": broken / "equal.tsv",
+        "ragged_pairs": broken / "ragged.tsv",
+        "one_sentence": broken / "one.txt",
+        "tab_pool": broken / "tab-pool.txt",
+        "dict_txt": broken / "dict.txt",
+        "huge_bank": broken / "huge-bank.h5",
     }
     bad["empty"].write_text("")
     bad["blank"].write_text("\n  \n\n")
@@ -123,6 +131,17 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
     info = json.loads((ckpt / "defsent.json").read_text())
     (bad["future_info"] / "defsent.json").write_text(json.dumps({**info, "format": "defsent-checkpoint/9"}))
     bad["other_dict"].write_text(dictionary.read_text().replace('"w1"', '"zz"'))
+    scored = [(" ".join(rng.choice(WORDS, 4)), " ".join(rng.choice(WORDS, 4)), s) for s in rng.uniform(0, 5, 24)]
+    bad["pairs"].write_text("".join(f"{a}\t{b}\t{s:.2f}\n" for a, b, s in scored))
+    bad["negative_pairs"].write_text("".join(f"{a}\t{b}\t{s - 2.5:.2f}\n" for a, b, s in scored))  # silver of a CBE
+    bad["equal_scores"].write_text("".join(f"{a}\t{b}\t4\n" for a, b, _ in scored))
+    bad["ragged_pairs"].write_text("a dog\tan animal\t4.0\na cat alone\n")
+    bad["one_sentence"].write_text("the only sentence there is\n")
+    bad["tab_pool"].write_text("a red tree\nan old stone\tby the river\na dark river\n")
+    bad["dict_txt"].write_text(dictionary.read_text())  # a dictionary under a name that says text
+    shutil.copy(bank, bad["huge_bank"])  # finite float32, beyond float16's range
+    with h5py.File(bad["huge_bank"], "a") as h5:
+        h5["vectors"][...] = h5["vectors"][()] * 1e6
     for name, change in (("zero_post", "zero"), ("reshaped_post", "reshape")):  # damaged fitted chains
         shutil.copy(post, bad[name])
         with h5py.File(bad[name], "a") as h5:
@@ -268,6 +287,10 @@ CASES = [
     Case("sample-pairs unknown strategy", lambda w, o: ["sample-pairs", w.texts, "-o", o / "p.tsv", "--strategy", "tfidf"], 2, "--strategy"),
     Case("kde-filter unscored silver", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
     Case("kde-filter bad plot suffix", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv", "--plot", o / "p.gif"], 2, "unknown plot suffix"),
+    # ------------------------------------------------------------------ plot
+    Case("plot missing run", lambda w, o: ["plot", w.missing, "-o", o / "c.png"], 2, "no such run folder", lambda w: w.missing),
+    Case("plot not a run", lambda w, o: ["plot", w.bert, "-o", o / "c.png"], 2, "not a training run", lambda w: w.bert),
+    Case("plot bad suffix", lambda w, o: ["plot", w.ckpt, "-o", o / "c.gif"], 2, "unknown plot suffix"),
     # ------------------------------------------------------------------ select-best, merge
     Case("select-best missing checkpoint", lambda w, o: ["select-best", w.missing, "--by", "dict-dev"], 2, "not a checkpoint folder", lambda w: w.missing),
     Case("select-best info not an object", lambda w, o: ["select-best", w.bad["list_info"], "--by", "dict-dev"], 2, "JSON object", lambda w: w.bad["list_info"]),
@@ -307,7 +330,7 @@ CASES = [
     Case("encode post unknown", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "bogus", "-o", _o(o, "v.npy")], 2, "post-processing step"),
     Case("encode fit-on missing", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post", "zscore", "--fit-on", w.missing, "-o", _o(o, "v.npy")], 2, "no such file", lambda w: w.missing),
     Case("encode idf corpus is a folder", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--weighting", "idf", "--idf-corpus", w.root, "-o", _o(o, "v.npy")], 2, "is a folder", lambda w: w.root),
-    Case("encode empty idf corpus", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--weighting", "idf", "--idf-corpus", w.bad["blank"], "-o", _o(o, "v.npy")], 2, "no lines", lambda w: w.bad["blank"]),
+    Case("encode empty idf corpus", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--pooling", "mean", "--weighting", "idf", "--idf-corpus", w.bad["blank"], "-o", _o(o, "v.npy")], 2, "no lines", lambda w: w.bad["blank"]),
     Case("encode post-file not one", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bank, "-o", _o(o, "v.npy")], 2, "post-processing file", lambda w: w.bank),
     Case("encode empty file", lambda w, o: ["encode", "-m", w.bert, "-i", w.bad["empty"], "-o", _o(o, "v.npy")], 2, "no sentences", lambda w: w.bad["empty"]),
     Case("encode empty stdin", lambda w, o: ["encode", "-m", w.bert, "-o", _o(o, "v.npy")], 2, "no sentences in stdin", stdin=""),
@@ -333,6 +356,28 @@ CASES = [
     Case("fit-post input is a folder", lambda w, o: ["fit-post", "-m", w.bert, "--post", "zscore", "-i", w.root, "-o", _o(o, "p.h5")], 2, "is a folder", lambda w: w.root),
     Case("ditto-search layers", lambda w, o: ["ditto-search", "-m", w.bert, "--data", w.data, "--layers", "first,last"], 2, "--layers"),
     Case("ditto-search no data", lambda w, o: ["ditto-search", "-m", w.bert, "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
+    # ------------------------------------------------------------------ input that would make a run meaningless
+    Case("simcse one sentence", lambda w, o: ["simcse", w.bad["one_sentence"], "-m", w.bert, "-o", _o(o)], 2, "holds one sentence", lambda w: w.bad["one_sentence"]),
+    Case("simcse nm one sentence", lambda w, o: ["simcse", w.bad["one_sentence"], "-m", w.bert, "-o", _o(o), "--objective", "nm"], 2, "no negatives", lambda w: w.bad["one_sentence"]),
+    Case("simcse batch of one", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "-b", "1"], 2, "--batch-size 1 leaves none"),
+    Case("tsdae nm-weight batch of one", lambda w, o: ["tsdae", w.texts, "-m", w.bert, "-o", _o(o), "--nm-weight", "1", "-b", "1"], 2, "--batch-size 1 leaves none"),
+    Case("simcse scored pairs as sentences", lambda w, o: ["simcse", w.bad["pairs"], "-m", w.bert, "-o", _o(o)], 2, "looks like a scored pairs file", lambda w: w.bad["pairs"]),
+    Case("tsdae dictionary named .txt", lambda w, o: ["tsdae", w.bad["dict_txt"], "-m", w.bert, "-o", _o(o)], 2, "a dictionary JSONL", lambda w: w.bad["dict_txt"]),
+    Case("train-pairs cosent batch of one", lambda w, o: ["train-pairs", w.bad["pairs"], "-m", w.bert, "-o", _o(o), "--loss", "cosent", "-b", "1", "--eval-every", "0"], 2, "--batch-size 1 puts one pair"),
+    Case("train-pairs cosent equal scores", lambda w, o: ["train-pairs", w.bad["equal_scores"], "-m", w.bert, "-o", _o(o), "--loss", "cosent", "--eval-every", "0"], 2, "the same score", lambda w: w.bad["equal_scores"]),
+    Case("teacher ce negative scores", lambda w, o: ["teacher", w.bad["negative_pairs"], "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "a negative score is not", lambda w: w.bad["negative_pairs"]),
+    Case("label a dictionary", lambda w, o: ["label", w.dictionary, "-m", w.ckpt, "-o", o / "s.tsv"], 2, "a dictionary JSONL?", lambda w: w.dictionary),
+    Case("train-pairs a file of sentences", lambda w, o: ["train-pairs", w.texts, "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "one sentence and no TAB", lambda w: w.texts),
+    Case("sample-pairs TAB in a sentence", lambda w, o: ["sample-pairs", w.bad["tab_pool"], "--strategy", "random", "-o", o / "p.tsv"], 2, "holds a TAB", lambda w: f"{w.bad['tab_pool']}:2"),
+    # ------------------------------------------------------------------ diagnoses that name the real cause
+    Case("train pairs file as the dictionary", lambda w, o: ["train", w.bad["pairs"], "--bank", w.bank, "-m", w.bert, "-o", _o(o)], 2, "looks like a scored pairs file", lambda w: w.bad["pairs"]),
+    Case("train float16 bank beyond float16", lambda w, o: ["train", w.dictionary, "--bank", w.bad["huge_bank"], "-m", w.bert, "-o", _o(o), "--bank-dtype", "float16"], 2, "beyond float16's range", lambda w: w.bad["huge_bank"]),
+    Case("eval-sts excluding every pair", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--tasks", "STS-B", "--exclude-pairs", w.data / "downstream" / "STS" / "STSBenchmark" / "sts-test.csv"], 2, "--exclude-pairs leaves 0 of 5 pairs of STS-B"),
+    Case("train-pairs undecodable", lambda w, o: ["train-pairs", w.bad["latin1"], "-m", w.bert, "-o", _o(o), "--eval-every", "0"], 2, "not valid utf-8 text", lambda w: w.bad["latin1"]),
+    # ------------------------------------------------------------------ help that offers only what a command takes
+    Case("train-pairs --eval-on dict-dev", lambda w, o: ["train-pairs", w.bad["pairs"], "-m", w.bert, "-o", _o(o), "--eval-on", "dict-dev"], 2, "'dict-dev' is not one of"),
+    Case("teacher --eval-on sts-avg", lambda w, o: ["teacher", w.bad["pairs"], "-m", w.bert, "-o", _o(o), "--eval-on", "sts-avg"], 2, "'sts-avg' is not one of"),
+    Case("teacher --eval-on dict-dev", lambda w, o: ["teacher", w.bad["pairs"], "-m", w.bert, "-o", _o(o), "--eval-on", "dict-dev"], 2, "'dict-dev' is not one of"),
     # ------------------------------------------------------------------ usage
     Case("unknown option", lambda w, o: ["encode", "--nope"], 2, "No such option"),
     Case("unknown command", lambda w, o: ["encdoe"], 2, "No such command"),
@@ -372,7 +417,8 @@ def test_the_table_covers_every_command():
         "root bert roberta dictionary bank ckpt texts data post vectors transfer missing".split(), Path("x")),
         bad={k: Path("x") for k in ("empty", "blank", "latin1", "array", "dupe", "blank_def", "text", "not_bank", "flat_bank",
              "nan_bank", "empty_npy", "flat_npy", "no_tokenizer", "no_weights", "list_info", "other_dict", "zero_post",
-             "reshaped_post", "future_info", "narrow_bank")}), Path("o"))[0]
+             "reshaped_post", "future_info", "narrow_bank", "pairs", "negative_pairs", "equal_scores", "ragged_pairs",
+             "one_sentence", "tab_pool", "dict_txt", "huge_bank")}), Path("o"))[0]
         for case in CASES}  # fmt: skip
     assert commands <= covered, commands - covered
     assert len(CASES) >= 100
@@ -477,6 +523,88 @@ def test_a_closed_stdout_is_an_error_for_data_and_no_matter_for_files(w, tmp_pat
     assert np.load(out).shape == (120, 32)
 
 
+# An output folder that cannot be written is found before any work, and the error names the user's path (never a
+# temporary file); an output whose side output (--plot, --link) then fails is not left behind either.
+
+
+@pytest.fixture
+def blocked(tmp_path):
+    """A folder where nothing can be created: immutable for root (chattr +i: "operation not permitted"),
+    read-only otherwise ("permission denied")."""
+    folder = tmp_path / "blocked"
+    folder.mkdir()
+    if os.geteuid() == 0:
+        import shutil
+
+        made = shutil.which("chattr") and subprocess.run(["chattr", "+i", str(folder)], capture_output=True)
+        if not made or made.returncode != 0:
+            pytest.skip("root cannot make a folder unwritable here (no chattr +i)")
+        undo = ["chattr", "-i", str(folder)]
+    else:
+        folder.chmod(0o555)
+        undo = None
+    yield folder
+    if undo:
+        subprocess.run(undo, check=True)
+    else:
+        folder.chmod(0o755)
+
+
+UNWRITABLE = [
+    ("sample-pairs", lambda w, b, o: ["sample-pairs", w.texts, "--strategy", "semantic", "-m", w.bert, "-o", b / "s.tsv"], "s.tsv"),
+    ("label", lambda w, b, o: ["label", w.texts, "-m", w.ckpt, "-o", b / "s.tsv"], "s.tsv"),
+    ("encode", lambda w, b, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", b / "v.npy"], "v.npy"),
+    ("embed-entries", lambda w, b, o: ["embed-entries", w.dictionary, "-m", w.bert, "-o", b / "b.h5"], "b.h5"),
+    ("train", lambda w, b, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", b / "ckpt", "--max-steps", "1"], "ckpt"),
+    ("simcse", lambda w, b, o: ["simcse", w.texts, "-m", w.bert, "-o", b / "ckpt", "--max-steps", "1"], "ckpt"),
+    ("merge", lambda w, b, o: ["merge", w.bert, w.ckpt, "-o", b / "m"], "m"),
+    ("eval-sts", lambda w, b, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--tasks", "STS-B", "-o", b / "r.json"], "r.json"),
+    ("kde-filter --plot", lambda w, b, o: ["kde-filter", o / "silver.tsv", "--gold", o / "silver.tsv", "-o", o / "k.tsv", "--plot", b / "p.png"], "p.png"),
+    ("inspect --plot", lambda w, b, o: ["inspect", w.bank, "-o", o / "r.json", "--plot", b / "p.png"], "p.png"),
+    ("select-best --link", lambda w, b, o: ["select-best", w.ckpt, "--by", "dict-dev", "-o", o / "r.json", "--link", b / "best"], "best"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,argv,named", UNWRITABLE, ids=[case[0] for case in UNWRITABLE])
+def test_an_unwritable_output_folder_fails_first_naming_the_output(name, argv, named, w, blocked, tmp_path):
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    rng = np.random.default_rng(0)
+    (ok / "silver.tsv").write_text("".join(f"a {i}\tb {i}\t{s:.2f}\n" for i, s in enumerate(rng.uniform(0, 5, 40))))
+    before = set(ok.iterdir())
+    result = _cli(*argv(w, blocked, ok))
+    assert result.exit_code == 1, f"{name}: exit {result.exit_code}: {result.stderr}"
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("error:") and "Traceback" not in result.stderr, error
+    assert f"{blocked / named}: " in error and ".tmp" not in error and ".partial" not in error, error
+    assert "wrote" not in result.stderr and "training" not in result.stderr, f"{name} worked first: {result.stderr}"
+    assert set(ok.iterdir()) == before and list(blocked.iterdir()) == [], f"{name} left {set(ok.iterdir()) - before}"
+
+
+SIDE_OUTPUT_FAILS = [  # the side output fails after the main one was written (a full disk while drawing the plot)
+    ("kde-filter --plot", "defsent_cli.augment.kde.plot_histograms", lambda w, o: ["kde-filter", o / "silver.tsv", "--gold", o / "silver.tsv", "-o", o / "k.tsv", "--plot", o / "p.png"]),
+    ("inspect --plot", "defsent_cli.space.plots.plot_spaces", lambda w, o: ["inspect", w.bank, "-o", o / "r.json", "--plot", o / "p.png"]),
+    ("select-best --link", "defsent_cli.evaluation.selection.link_winner", lambda w, o: ["select-best", w.ckpt, "--by", "dict-dev", "-o", o / "r.json", "--link", o / "best"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,target,argv", SIDE_OUTPUT_FAILS, ids=[case[0] for case in SIDE_OUTPUT_FAILS])
+def test_a_failed_side_output_takes_the_main_output_with_it(name, target, argv, w, tmp_path, monkeypatch):
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "side"))
+
+    monkeypatch.setattr(target, full)
+    rng = np.random.default_rng(0)
+    (tmp_path / "silver.tsv").write_text(
+        "".join(f"a {i}\tb {i}\t{s:.2f}\n" for i, s in enumerate(rng.uniform(0, 5, 40)))
+    )
+    result = _cli(*argv(w, tmp_path))
+    assert result.exit_code == 1 and "no space left" in result.stderr, f"{name}: {result.stderr}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["silver.tsv"], f"{name} left {list(tmp_path.iterdir())}"
+
+
 # An output that is one of the command's own inputs (or a folder holding one) is refused before any work, even
 # with --force: each case runs on copies, and the copies must come out byte for byte unchanged.
 CLOBBER = [
@@ -512,6 +640,36 @@ def test_an_output_never_replaces_an_input_even_with_force(name, argv, w, tmp_pa
     error = result.stderr.strip().splitlines()[-1]
     assert error.startswith("error:") and "write the output elsewhere" in error, error
     assert snapshot() == before, f"{name} changed its inputs"
+
+
+def test_force_over_a_symlinked_output_replaces_the_link_and_leaves_nothing_beside_it(w, tmp_path):
+    """select-best --link makes OUTPUT a symlink: --force replaces the link (its target stays as it was), and no
+    ``.OUTPUT.old`` is left beside it."""
+    import shutil
+
+    target = tmp_path / "seed-1"
+    shutil.copytree(w.ckpt, target)
+    before = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()}
+    link = tmp_path / "best"
+    link.symlink_to(target.name, target_is_directory=True)
+    result = _cli("merge", w.bert, w.ckpt, "-o", link, "--force")
+    assert result.exit_code == 0, result.stderr
+    assert not link.is_symlink() and (link / "model.safetensors").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best", "seed-1"], list(tmp_path.iterdir())
+    assert {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_under_torchrun_a_documented_error_is_printed_by_rank_0_alone(rank, w, tmp_path):
+    """Every process of torchrun reads the same arguments and files and meets the same bad input: one line in
+    all, rank 0's (the same holds for a usage error and for the ``interrupted`` line)."""
+    env = {"WORLD_SIZE": "2", "RANK": rank, "LOCAL_RANK": rank, "LOCAL_WORLD_SIZE": "2"}
+    bad = _cli("train", w.missing, "--bank", w.bank, "-m", w.bert, "-o", tmp_path / "o", env=env)
+    usage = _cli("train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", tmp_path / "o", "--nope", env=env)
+    for result in (bad, usage):
+        assert result.exit_code == 2
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == (1 if rank == "0" else 0), result.stderr
 
 
 # ---------------------------------------------------------------------------- options that cannot take effect
@@ -566,6 +724,73 @@ def test_an_option_that_cannot_take_effect_is_warned_about(name, argv, env, says
         assert len(warned) == 1 and says in warned[0], f"{name}: {result.stderr}"
 
 
+# ---------------------------------------------------------------------------- messages, help and defaults
+
+
+def test_messages_count_in_the_singular(w, tmp_path):
+    ragged = _cli("kde-filter", w.bad["ragged_pairs"], "--gold", w.bad["pairs"], "-o", tmp_path / "k.tsv")
+    assert ragged.exit_code == 2 and "got 1 field" in ragged.stderr and "1 fields" not in ragged.stderr, ragged.stderr
+    one = _cli("simcse", w.texts, "-m", w.bert, "-o", tmp_path / "one", "--max-steps", "1", "-b", "4")
+    assert one.exit_code == 0, one.stderr
+    assert "1 step" in one.stderr and "1 steps" not in one.stderr, one.stderr
+
+
+@pytest.mark.parametrize("command,what", [("simcse", "sentences"), ("tsdae", "sentences"), ("train-pairs", "pairs"),
+                                          ("teacher", "pairs"), ("train", "definitions")])  # fmt: skip
+def test_limit_says_what_it_samples(command, what):
+    help_text = " ".join(_cli(command, "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert f"Use a seeded random sample (--seed) of this many {what}" in help_text, help_text
+
+
+def test_sample_pairs_without_a_model_draws_random_pairs_and_reads_a_dictionarys_definitions(w, tmp_path):
+    plain = _cli("sample-pairs", w.texts, "-o", tmp_path / "p.tsv")  # the default strategy needs no --model
+    assert plain.exit_code == 0, plain.stderr
+    assert "random" in plain.stderr and (tmp_path / "p.tsv").read_text().count("\t") > 0
+    found = _cli("sample-pairs", w.dictionary, "-o", tmp_path / "d.tsv")
+    assert found.exit_code == 0, found.stderr
+    definitions = {d for line in w.dictionary.read_text().splitlines() for d in json.loads(line)["definitions"]}
+    sides = {side for line in (tmp_path / "d.tsv").read_text().splitlines() for side in line.split("\t")}
+    assert sides <= definitions and "definitions" in found.stderr
+
+
+WARNED = [
+    ("train --max-steps 1 with a warm-up of 1 step", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", o, "--max-steps", "1", "--warmup-ratio", "0.6"], "learning rate 0 at every step"),
+    ("train, a head warm-up as long as the run", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", o, "--max-steps", "2", "-b", "2", "--pooler", "linear", "--head-warmup-steps", "2"], "--head-warmup-steps 2 covers all 2 steps"),
+    ("train-pairs on 0-1 scores with --max-score 5", lambda w, o: ["train-pairs", w.root / "unit.tsv", "-m", w.bert, "-o", o, "--max-steps", "1", "--eval-every", "0"], "pass --max-score 1"),
+    ("kde-filter silver and gold on two scales", lambda w, o: ["kde-filter", w.root / "unit.tsv", "--gold", w.bad["pairs"], "-o", o], "different scales"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,argv,says", WARNED, ids=[case[0] for case in WARNED])
+def test_a_run_that_would_mislead_is_warned_about(name, argv, says, w, tmp_path):
+    unit = w.root / "unit.tsv"
+    if not unit.exists():
+        lines = w.bad["pairs"].read_text().splitlines()
+        unit.write_text("".join(f"{a}\t{b}\t{float(s) / 5:.3f}\n" for a, b, s in (line.split("\t") for line in lines)))
+    result = _cli(*argv(w, tmp_path / "out"))
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:") and says in line]
+    assert len(warned) == 1, f"{name}: exit {result.exit_code}: {result.stderr}"
+
+
+BEFORE_TORCH = [
+    ("train-pairs", lambda w: ["train-pairs", w.bad["ragged_pairs"], "-m", w.bert, "-o", w.root / "never"]),
+    ("teacher", lambda w: ["teacher", w.bad["negative_pairs"], "-m", w.bert, "-o", w.root / "never"]),
+    ("train", lambda w: ["train", w.bad["pairs"], "--bank", w.bank, "-m", w.bert, "-o", w.root / "never"]),
+]
+
+
+@pytest.mark.parametrize("name,argv", BEFORE_TORCH, ids=[case[0] for case in BEFORE_TORCH])
+def test_a_bad_pairs_or_dictionary_file_fails_before_torch_loads(name, argv, w):
+    """A file that is not what the command reads is found in a fraction of a second, not after torch, the
+    sentence-transformers losses and the model have loaded (2-10 s)."""
+    script = (
+        "import sys\nfrom defsent_cli.cli import run\nsys.argv = ['defsent', *sys.argv[1:]]\n"
+        "try:\n    run()\nexcept SystemExit as exc:\n    print(exc.code, 'torch' in sys.modules)\n"
+    )
+    found = run_bounded([sys.executable, "-c", script, *map(str, argv(w))], DEADLINE, env=ENV, capture_output=True)
+    assert found.stdout.decode().split() == ["2", "False"], found.stderr.decode()
+
+
 # ---------------------------------------------------------------------------- interrupted and crafted training state
 
 
@@ -581,9 +806,11 @@ def _wait_for(predicate, seconds: float = DEADLINE) -> None:
         time.sleep(0.05)
 
 
-def _interrupt_after(w, tmp_path: Path, steps: int, *extra) -> tuple[int, str, Path, list[str]]:
-    """Train (output in ``tmp_path/work``), SIGINT the run once ``steps`` steps are done; (exit code, stderr,
-    output, the files in ``tmp_path/work`` when the signal was sent).
+def _interrupt_after(
+    w, tmp_path: Path, steps: int, *extra, sig: int = signal.SIGINT
+) -> tuple[int, str, Path, list[str]]:
+    """Train (output in ``tmp_path/work``), send ``sig`` (SIGINT: Ctrl-C; SIGTERM: kill, timeout, Slurm) once
+    ``steps`` steps are done; (exit code, stderr, output, the files in ``tmp_path/work`` when it was sent).
 
     tests/pause_after_step.py holds the run still after ``steps`` steps and says so in a marker file: the signal
     is sent at that known point, never raced against the machine's speed (a fast machine finished a run of
@@ -603,7 +830,7 @@ def _interrupt_after(w, tmp_path: Path, steps: int, *extra) -> tuple[int, str, P
         assert marker.read_text() == f"{steps}\n"
         assert process.poll() is None  # still there, waiting
         files = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
-        process.send_signal(signal.SIGINT)
+        process.send_signal(sig)
         code = process.wait(timeout=DEADLINE)
     finally:
         if process.poll() is None:
@@ -612,17 +839,22 @@ def _interrupt_after(w, tmp_path: Path, steps: int, *extra) -> tuple[int, str, P
     return code, stderr.read_text(), out, files
 
 
-def test_an_interrupt_before_the_first_save_leaves_nothing(w, tmp_path):
+INTERRUPTS = [signal.SIGINT, signal.SIGTERM]  # SIGTERM is answered as Ctrl-C is (README, "Conventions")
+
+
+@pytest.mark.parametrize("sig", INTERRUPTS, ids=[s.name for s in INTERRUPTS])
+def test_an_interrupt_before_the_first_save_leaves_nothing(sig, w, tmp_path):
     args = ["--save-every", "0", "--log-every", "1"]
-    code, stderr, out, files = _interrupt_after(w, tmp_path, 3, *args)
+    code, stderr, out, files = _interrupt_after(w, tmp_path, 3, *args, sig=sig)
     assert files == ["ckpt.partial", "ckpt.partial/log.jsonl"]  # what was there when the signal came
     assert code == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr
     assert list(out.parent.iterdir()) == []  # not even the log of the 3 steps done
 
 
-def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silently(w, tmp_path):
-    code, stderr, out, files = _interrupt_after(w, tmp_path, 3, "--save-every", "2")
+@pytest.mark.parametrize("sig", INTERRUPTS, ids=[s.name for s in INTERRUPTS])
+def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silently(sig, w, tmp_path):
+    code, stderr, out, files = _interrupt_after(w, tmp_path, 3, "--save-every", "2", sig=sig)
     assert "ckpt.partial/state.safetensors" in files and "ckpt" not in files
     assert code == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted"
@@ -662,6 +894,90 @@ def test_a_crafted_pickle_state_never_runs(w, tmp_path):
     save_file({"x": torch.zeros(1)}, str(partial / "state.safetensors"), metadata={"defsent": '{"format": "other"}'})
     run = subprocess.run(_train_args(w, tmp_path / "ckpt", "--resume"), env=ENV, capture_output=True, text=True)
     assert run.returncode == 2 and "not a defsent training state" in run.stderr
+
+
+# A resume continues the saved run or is refused: every resumable command compares the settings and the input
+# files (by SHA-256: another file, the same file edited or reordered) with the saved run's, and names what differs.
+
+
+@pytest.fixture(scope="module")
+def r(w) -> SimpleNamespace:
+    """The other inputs a resume may be handed: another corpus, the same one reordered, pairs, another bank."""
+    root = w.root / "resume"
+    root.mkdir()
+    lines = w.texts.read_text().splitlines()
+    other, reordered = root / "other.txt", root / "reordered.txt"
+    other.write_text("\n".join(" ".join(reversed(line.split())) + " again" for line in lines) + "\n")
+    reordered.write_text("\n".join(reversed(lines)) + "\n")
+    rng = np.random.default_rng(1)
+    pairs, other_pairs = root / "pairs.tsv", root / "other-pairs.tsv"
+    for path in (pairs, other_pairs):
+        path.write_text("".join(
+            f"{' '.join(rng.choice(WORDS, 4))}\t{' '.join(rng.choice(WORDS, 4))}\t{rng.uniform(0, 5):.2f}\n"
+            for _ in range(24)))  # fmt: skip
+    amp = root / "amp.h5"  # a bank of the same dictionary, built another way
+    assert _cli("embed-entries", w.dictionary, "-m", w.bert, "-o", amp, "--kind", "AMP").exit_code == 0
+    copy = root / "moved" / "corpus.txt"  # the same bytes under another name: the same data
+    copy.parent.mkdir()
+    copy.write_bytes(w.texts.read_bytes())
+    return SimpleNamespace(other=other, reordered=reordered, pairs=pairs, other_pairs=other_pairs, amp=amp, copy=copy)
+
+
+_LOOP = ["--save-every", "1", "--max-steps", "4", "--log-every", "1"]
+RESUME = [
+    ("train on another bank", lambda w, r, again: ["train", w.dictionary, "--bank", r.amp if again else w.bank, "-m", w.bert, "-b", "2"], "--bank"),
+    ("train from another base model", lambda w, r, again: ["train", w.dictionary, "--bank", w.bank, "-m", w.ckpt if again else w.bert, "-b", "2"], "--model"),
+    ("simcse on another corpus", lambda w, r, again: ["simcse", r.other if again else w.texts, "-m", w.bert, "-b", "4"], "SENTENCES"),
+    ("simcse on the corpus reordered", lambda w, r, again: ["simcse", r.reordered if again else w.texts, "-m", w.bert, "-b", "4"], "SENTENCES"),
+    ("simcse with another --limit", lambda w, r, again: ["simcse", w.texts, "-m", w.bert, "-b", "4", "--limit", "60" if again else "80"], "--limit 60 (saved: 80)"),
+    ("tsdae on another corpus", lambda w, r, again: ["tsdae", r.other if again else w.texts, "-m", w.bert, "-b", "2"], "SENTENCES"),
+    ("tsdae with --nm-weight added", lambda w, r, again: ["tsdae", w.texts, "-m", w.bert, "-b", "2", *(["--nm-weight", "1"] if again else [])], "--nm-weight 1.0 (saved: not given)"),
+    ("train-pairs on other pairs", lambda w, r, again: ["train-pairs", r.other_pairs if again else r.pairs, "-m", w.bert, "-b", "4", "--eval-every", "0"], "PAIRS"),
+    ("teacher on other pairs", lambda w, r, again: ["teacher", r.other_pairs if again else r.pairs, "-m", w.bert, "-b", "4", "--eval-every", "0"], "PAIRS"),
+]  # fmt: skip
+
+
+def _interrupted_in_process(monkeypatch, argv: list, steps: int):
+    """Run ``argv`` in this process and stop it with KeyboardInterrupt once ``steps`` steps are done."""
+    from defsent_cli.training.trainer import Trainer
+
+    train_step = Trainer.train_step
+
+    def stop(self, index):
+        if self.step == steps:
+            raise KeyboardInterrupt
+        return train_step(self, index)
+
+    monkeypatch.setattr(Trainer, "train_step", stop)
+    try:
+        return _cli(*argv)
+    finally:
+        monkeypatch.setattr(Trainer, "train_step", train_step)
+
+
+@pytest.mark.parametrize("name,argv,says", RESUME, ids=[case[0] for case in RESUME])
+def test_a_resume_on_other_inputs_is_refused_naming_what_differs(name, argv, says, w, r, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    first = _interrupted_in_process(monkeypatch, [*argv(w, r, False), "-o", out, *_LOOP], 2)
+    assert first.exit_code == 130, first.stderr
+    state = tmp_path / "run.partial" / "state.safetensors"
+    assert state.is_file()
+    again = _cli(*argv(w, r, True), "-o", out, *_LOOP, "--resume")
+    assert again.exit_code == 2, f"{name}: exit {again.exit_code}: {again.stderr}"
+    error = again.stderr.strip().splitlines()[-1]
+    assert error.startswith("error:") and "cannot resume" in error and says in error, error
+    assert "Traceback" not in again.stderr and state.is_file() and not out.exists()
+    same = _cli(*argv(w, r, False), "-o", out, *_LOOP, "--resume")  # the saved run's own inputs resume it
+    assert same.exit_code == 0, same.stderr
+    assert "resuming from step 2" in same.stderr and not state.exists()
+
+
+def test_a_resume_on_the_same_data_moved_elsewhere_goes_on(w, r, tmp_path, monkeypatch):
+    """Inputs are recognised by their bytes, not their path: a corpus moved or copied is the same data."""
+    args = ["-m", w.bert, "-b", "4", "-o", tmp_path / "run", *_LOOP]
+    assert _interrupted_in_process(monkeypatch, ["simcse", w.texts, *args], 2).exit_code == 130
+    moved = _cli("simcse", r.copy, *args, "--resume")
+    assert moved.exit_code == 0 and "resuming from step 2" in moved.stderr, moved.stderr
 
 
 # ---------------------------------------------------------------------------- the readers, property-based

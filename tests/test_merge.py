@@ -76,7 +76,9 @@ def test_alpha_grid_on_dev_is_never_worse_than_the_base(cli, three, mini, tmp_pa
     from defsent_cli.evaluation.criteria import Criterion
 
     criterion = Criterion("dev", mini)
-    assert curve[0.0] == pytest.approx(criterion.score(load_model(base, "cpu"), pooling="cls"), abs=1e-3)  # a plain BERT pools CLS
+    assert curve[0.0] == pytest.approx(
+        criterion.score(load_model(base, "cpu"), pooling="cls"), abs=1e-3
+    )  # a plain BERT pools CLS
     assert criterion.score(load_model(out, "cpu")) == pytest.approx(info["selected_score"], abs=1e-3)
     assert info["selected_score"] >= curve[0.0]  # alpha 0 is the base: never worse on dev
     assert len(set(curve.values())) > 1

@@ -24,6 +24,58 @@ from ..errors import DefsentError
 STRATEGIES = ("random", "bm25", "semantic")
 
 
+def check_sampling(sentences: Sequence[str], strategies: Sequence[str], has_model: bool = True) -> None:
+    """The strategies known, a bi-encoder for ``semantic``, two sentences at least: checked before any model loads."""
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown or not strategies:
+        raise DefsentError(f"--strategy takes a comma list of {', '.join(STRATEGIES)}, not {','.join(strategies)!r}")
+    if "semantic" in strategies and not has_model:
+        raise DefsentError("--strategy semantic needs a bi-encoder: pass --model")
+    if len(sentences) < 2:
+        raise DefsentError(f"the pool needs at least two distinct sentences, it has {len(sentences)}")
+
+
+def read_pool(path) -> tuple[list[str], str]:
+    """The distinct sentences of a pool, and what they were read as: both sides of every pair of a pairs file
+    (``.tsv``, ``.csv``, a SICK file, or lines that look like scored pairs), the definitions of every split of a
+    dictionary (``.jsonl``), else one sentence per line. A sentence may not hold a TAB: the pairs written are
+    ``sentence1<TAB>sentence2`` lines, which it would break (an error naming the line, not a broken file)."""
+    from pathlib import Path
+
+    from ..formats.pairs import SCORED_PAIRS_FILES, looks_like, read_pairs
+    from ..io import check_input, iter_lines
+
+    path = check_input(Path(path))
+    if path.suffix.lower() == ".jsonl":
+        from ..training.sentences import read_sentences
+
+        return list(dict.fromkeys(read_sentences(path, "all"))), "the definitions of a dictionary (every split)"
+    first = next((line for _, line in iter_lines(path) if line.strip()), "")
+    if (
+        path.suffix.lower() in (".tsv", ".csv")
+        or path.name.startswith("SICK")
+        or looks_like(first) in SCORED_PAIRS_FILES
+    ):
+        found = read_pairs(path)
+        return list(dict.fromkeys([*found.sent1, *found.sent2])), "both sides of every pair"
+    pool = []
+    for number, line in iter_lines(path):
+        if "\t" in line:
+            raise DefsentError(
+                "holds a TAB, which separates the two sentences of the pairs file written: a pool is one sentence "
+                "per line (a pairs file: name it .tsv to pool both sides of its pairs)",
+                path=path,
+                line=number,
+            )
+        if line.strip():
+            pool.append(line)
+    if first.lstrip().startswith("{"):
+        from ..training.sentences import check_plain
+
+        check_plain(first, path)
+    return list(dict.fromkeys(pool)), "one sentence per line"
+
+
 def random_pairs(n: int, k: int, seed: int) -> list[tuple[int, int]]:
     """``k`` distinct random partners for each of ``n`` sentences (fewer when the pool is smaller)."""
     rng = np.random.default_rng(seed)
@@ -80,11 +132,7 @@ def sample_pairs(
     encode: Callable[[Sequence[str]], np.ndarray] | None = None,
 ) -> list[tuple[int, int]]:
     """The union of the strategies' pairs, each unordered pair once, in the order found."""
-    unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown or not strategies:
-        raise DefsentError(f"--strategy takes a comma list of {', '.join(STRATEGIES)}, not {','.join(strategies)!r}")
-    if len(sentences) < 2:
-        raise DefsentError("the pool needs at least two sentences")
+    check_sampling(sentences, strategies, "semantic" not in strategies or encode is not None)
     found: list[tuple[int, int]] = []
     for strategy in strategies:
         if strategy == "random":

@@ -205,7 +205,7 @@ def guard(fn: Callable) -> Callable:
         except DefsentError as exc:
             raise fail(str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
-            err_console.print("[red]interrupted[/red]")
+            _interrupted()
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
@@ -272,7 +272,7 @@ class DefsentGroup(TyperGroup):
         except click_errors.ClickException as exc:
             raise SystemExit(_fail(exc.format_message(), exc.exit_code)) from None
         except typer.Abort:  # typer >= 0.22 keeps Abort in typer.exceptions, not beside UsageError
-            err_console.print("[red]interrupted[/red]")
+            _interrupted()
             sys.exit(130)
         sys.exit(code if isinstance(code, int) else 0)
 
@@ -285,5 +285,16 @@ class DefsentGroup(TyperGroup):
 
 
 def _fail(message: str, exit_code: int) -> int:
-    err_console.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", soft_wrap=True, highlight=False)
+    """Print ``error: message`` (one line) and return the exit code. Under torchrun a documented error (bad usage
+    or input, exit 2: the same in every process, which all read the same arguments and files) is printed by rank 0
+    alone; a failure while running (exit 1) may be one process's own (its GPU out of memory), so every process
+    that meets one says it."""
+    if exit_code != 2 or distributed.is_main():
+        err_console.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", soft_wrap=True, highlight=False)
     return exit_code
+
+
+def _interrupted() -> None:
+    """The line an interrupt ends with (rank 0's alone under torchrun, which stops every process at once)."""
+    if distributed.is_main():
+        err_console.print("[red]interrupted[/red]")

@@ -19,7 +19,12 @@ def kde_filter_command(
         Path, typer.Argument(metavar="SILVER", help="Scored pairs from defsent label.", show_default=False)
     ],
     gold: Annotated[Path, typer.Option("--gold", help="The gold scored pairs whose score distribution to match.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The silver pairs kept (same layout).")],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="The silver pairs kept, in the silver's order: sentence1<TAB>sentence2<TAB>score."
+        ),
+    ],
     method: Annotated[
         Method,
         typer.Option(
@@ -49,7 +54,7 @@ def kde_filter_command(
 
     from ..augment.kde import histogram_distance, iterative_kde, kde_sample, plot_histograms
     from ..formats.pairs import read_pairs
-    from ..io import atomic_text, check_output
+    from ..io import atomic_text, check_output, outputs_together
 
     check_output(output, force)
     if plot is not None:
@@ -63,6 +68,14 @@ def kde_filter_command(
 
             raise DefsentError("has no scores: kde-filter compares score distributions", path=name)
     scores, gold_scores = np.asarray(found.scores), np.asarray(target.scores)
+    silver_top, gold_top = float(np.abs(scores).max()), float(np.abs(gold_scores).max())
+    scales = None
+    if min(silver_top, gold_top) * 3 <= max(silver_top, gold_top):  # 0-1 scores against 0-5: another scale
+        scales = (
+            f"the silver scores reach {silver_top:g} and the gold ones {gold_top:g}: on different scales, the filter "
+            "matches shapes that do not line up (label writes scores in the teacher's --max-score scale; train the "
+            "teacher on this gold file, or rescale one of them)"
+        )
     kept = (iterative_kde if opt.value(method) == "iterative" else kde_sample)(gold_scores, scores, seed)
     if len(kept) == 0:  # an empty silver set is no output: say why instead of writing one
         from ..errors import DefsentError
@@ -70,14 +83,21 @@ def kde_filter_command(
         raise DefsentError(
             f"kept none of the {len(scores):,} silver pairs: where their scores lie "
             f"({scores.min():g} to {scores.max():g}) the gold density (scores {gold_scores.min():g} to "
-            f"{gold_scores.max():g}) is far below theirs; nothing written (try --method iterative, or more pairs)",
+            f"{gold_scores.max():g}) is far below theirs; nothing written ("
+            + (scales or "try --method iterative, or more pairs")
+            + ")",
             path=silver,
         )
-    with atomic_text(output) as fh:
-        for i in kept:
-            fh.write(f"{found.sent1[i]}\t{found.sent2[i]}\t{found.scores[i]:g}\n")
-    if plot is not None:
-        plot_histograms(plot, gold_scores, scores, scores[kept])
+    if scales is not None:
+        from ..log import warn
+
+        warn(scales)
+    with outputs_together(output, plot):  # a plot that fails takes the kept pairs with it
+        with atomic_text(output) as fh:
+            for i in kept:
+                fh.write(f"{found.sent1[i]}\t{found.sent2[i]}\t{found.scores[i]:g}\n")
+        if plot is not None:
+            plot_histograms(plot, gold_scores, scores, scores[kept])
     before, after = histogram_distance(gold_scores, scores), histogram_distance(gold_scores, scores[kept])
     say(
         f"wrote {output}: kept {len(kept):,} of {len(scores):,} pairs; histogram distance to the gold "

@@ -188,7 +188,9 @@ Limit = Annotated[
 SentenceLimit = Annotated[
     int | None,
     typer.Option(
-        "--limit", min=1, help="Use a seeded random sample (--seed) of this many sentences (of a dictionary: definitions)."
+        "--limit",
+        min=1,
+        help="Use a seeded random sample (--seed) of this many sentences (of a dictionary: definitions).",
     ),
 ]
 PairsLimit = Annotated[

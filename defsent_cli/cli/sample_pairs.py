@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..console import say
+from ..errors import count
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -26,13 +27,14 @@ def sample_pairs_command(
         Path, typer.Option("--output", "-o", help="Pairs: sentence1<TAB>sentence2, one per line.", show_default=False)
     ],
     strategy: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--strategy",
-            help="random, bm25 (bm25s), semantic (nearest neighbours under --model), or a comma list for their union "
-            "(the thesis: random,semantic).",
+            help="random, bm25 (bm25s), semantic (nearest neighbours under --model), or a comma list for their union. "
+            "Default: random,semantic (the thesis's) with --model, random without.",
+            show_default=False,
         ),
-    ] = "random,semantic",
+    ] = None,
     per_sentence: Annotated[
         int, typer.Option("--per-sentence", "-k", min=1, help="Pairs per sentence and strategy.")
     ] = 3,
@@ -56,34 +58,30 @@ def sample_pairs_command(
 
     Each pair once (either order), never a sentence with itself. Then: defsent label new.tsv -m TEACHER.
     """
-    from ..augment.sampling import sample_pairs
-    from ..formats.pairs import read_pairs
-    from ..io import atomic_text, check_input, check_output, read_texts
+    from ..augment.sampling import check_sampling, read_pool, sample_pairs
+    from ..io import atomic_text, check_output
 
+    if strategy is None:  # the thesis's union needs a bi-encoder: without one, random pairs
+        strategy = "random,semantic" if model is not None else "random"
     strategies = [s.strip() for s in strategy.split(",") if s.strip()]
     warn_ineffective(
         ctx, [("model", "semantic" not in strategies, "--model has no effect without --strategy semantic")]
     )
     check_output(output, force)
-    path = check_input(sentences)
-    if path.suffix.lower() in (".tsv", ".csv") or path.name.startswith("SICK"):
-        found = read_pairs(path)
-        pool = list(dict.fromkeys([*found.sent1, *found.sent2]))
-    else:
-        pool = list(dict.fromkeys(read_texts([path], skip_blank=True)))
+    pool, read_as = read_pool(sentences)
+    check_sampling(pool, strategies, model is not None)  # before a model loads
     encode = None
     if "semantic" in strategies:
-        if model is None:
-            from ..errors import DefsentError
-
-            raise DefsentError("--strategy semantic needs a bi-encoder: pass --model")
         encoder = opt.encoder(opt.encode_spec(pooling), model, device, "torch", "fp32", batch_size, None, show_progress)
         encode = encoder
     pairs = sample_pairs(pool, strategies, per_sentence, seed, encode)
     with atomic_text(output) as fh:
         for i, j in pairs:
             fh.write(f"{pool[i]}\t{pool[j]}\n")
-    say(f"wrote {output}: {len(pairs):,} pairs from {len(pool):,} distinct sentences ({', '.join(strategies)})")
+    say(
+        f"wrote {output}: {count(len(pairs), 'pair')} from {count(len(pool), 'distinct sentence')} ({read_as}; "
+        f"{', '.join(strategies)})"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from .. import distributed
 from ..console import say
+from ..errors import count
 from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TSDAE_POOLINGS, TrainConfig
 from . import options as opt
 from .boundary import guard, warn_ineffective
@@ -78,10 +79,10 @@ def simcse_command(
     ] = 32,
     batching: opt.BatchingOption = opt.Batching.random,
     max_steps: opt.MaxSteps = None,
-    limit: opt.Limit = None,
+    limit: opt.SentenceLimit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     eval_every: opt.EvalEvery = 0,
-    eval_on: opt.EvalOnOption = opt.EvalOn.dev,
+    eval_on: opt.SentenceEvalOnOption = opt.SentenceEvalOn.dev,
     keep: opt.KeepOption = None,
     data: opt.Data = None,
     save_every: opt.SaveEvery = 500,
@@ -148,7 +149,7 @@ def simcse_command(
             f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
         )
         say(
-            f"wrote {output}: {info['steps']} steps on {info['training_sentences']:,} sentences, "
+            f"wrote {output}: {count(info['steps'], 'step')} on {count(info['training_sentences'], 'sentence')}, "
             f"final loss {info['final_loss']}{kept}"
         )
 

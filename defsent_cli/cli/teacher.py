@@ -8,6 +8,7 @@ import typer
 
 from .. import distributed
 from ..console import say
+from ..errors import count
 from . import options as opt
 from .boundary import guard, warn_ineffective
 
@@ -46,10 +47,10 @@ def teacher_command(
     max_length: opt.MaxLength = None,
     batching: opt.BatchingOption = opt.Batching.random,
     max_steps: opt.MaxSteps = None,
-    limit: opt.Limit = None,
+    limit: opt.PairsLimit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     eval_every: opt.EpochEvalEvery = None,
-    eval_on: opt.EvalOnOption = opt.EvalOn.stsb_dev,
+    eval_on: opt.TeacherEvalOnOption = opt.TeacherEvalOn.stsb_dev,
     keep: opt.KeepOption = None,
     data: opt.Data = None,
     save_every: opt.SaveEvery = 500,
@@ -74,6 +75,9 @@ def teacher_command(
     cosine), so it scores in the student's range. Settings as train-pairs (the thesis's); the dev score is
     the Spearman of the teacher's own pair scores on STS-B dev, after every epoch, the best epoch kept.
     """
+    from ..formats.pairs import read_scored_pairs
+
+    read_scored_pairs(pairs, max_score, "teacher", opt.value(arch), quiet=True)  # a bad file fails before torch loads
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
     warn_ineffective(
@@ -97,7 +101,7 @@ def teacher_command(
         teacher={"arch": opt.value(arch), "special_tokens": special_tokens},
     )
     if distributed.is_main():
-        say(opt.trained_summary(output, info, f"{info['training_pairs']:,} pairs"))
+        say(opt.trained_summary(output, info, count(info["training_pairs"], "pair")))
 
 
 def register(app: typer.Typer) -> None:

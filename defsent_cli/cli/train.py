@@ -10,6 +10,7 @@ import typer
 from .. import distributed
 from ..console import say
 from ..encoder.choices import POOLER_MODES
+from ..errors import count
 from ..training.config import (
     BANK_DTYPES,
     LOGITS,
@@ -223,6 +224,9 @@ def train_command(
     Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch;
     --shard-bank splits the bank's rows across the processes.
     """
+    from ..formats.dictionary import check_dictionary
+
+    check_dictionary(dictionary)  # a pairs file or a TSV given as the dictionary fails before torch loads
     from ..training.run import train  # torch: imported by the command, not by --help
 
     objective_name = opt.value(objective)
@@ -288,7 +292,7 @@ def train_command(
     )
     if distributed.is_main():
         say(
-            f"wrote {output}: {info['steps']} steps, final loss {info['final_loss']}, "
+            f"wrote {output}: {count(info['steps'], 'step')}, final loss {info['final_loss']}, "
             f"{info['definitions_per_second']} definitions/s"
             + (
                 f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})"

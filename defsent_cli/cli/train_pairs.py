@@ -8,6 +8,7 @@ import typer
 
 from .. import distributed
 from ..console import say
+from ..errors import count
 from ..training.config import PAIR_LOSSES
 from . import options as opt
 from .boundary import guard, warn_ineffective
@@ -42,10 +43,10 @@ def train_pairs_command(
     max_length: opt.MaxLength = None,
     batching: opt.BatchingOption = opt.Batching.random,
     max_steps: opt.MaxSteps = None,
-    limit: opt.Limit = None,
+    limit: opt.PairsLimit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     eval_every: opt.EpochEvalEvery = None,
-    eval_on: opt.EvalOnOption = opt.EvalOn.stsb_dev,
+    eval_on: opt.SentenceEvalOnOption = opt.SentenceEvalOn.stsb_dev,
     keep: opt.KeepOption = None,
     data: opt.Data = None,
     save_every: opt.SaveEvery = 500,
@@ -68,6 +69,9 @@ def train_pairs_command(
     linear decay, batch 16, three epochs, STS-B dev after each epoch and the best epoch kept. Evaluate such a
     model on STS with eval-sts --exclude-pairs PAIRS: STS12-16 share pairs with STS-B train.
     """
+    from ..formats.pairs import read_scored_pairs
+
+    read_scored_pairs(pairs, max_score, "train-pairs", quiet=True)  # a bad file fails before torch loads
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
     warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every))
@@ -85,7 +89,7 @@ def train_pairs_command(
         max_score=max_score,
     )
     if distributed.is_main():
-        say(opt.trained_summary(output, info, f"{info['training_pairs']:,} pairs"))
+        say(opt.trained_summary(output, info, count(info["training_pairs"], "pair")))
 
 
 def register(app: typer.Typer) -> None:

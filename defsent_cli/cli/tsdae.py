@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ..console import say
+from ..errors import count
 from ..training.config import TSDAE_POOLINGS, TrainConfig
 from . import options as opt
 from .boundary import guard, warn_ineffective
@@ -39,7 +40,7 @@ def tsdae_command(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per step.")] = 8,
     epochs: opt.Epochs = 1,
     max_steps: opt.MaxSteps = None,
-    limit: opt.Limit = None,
+    limit: opt.SentenceLimit = None,
     seed: opt.Seed = opt.SEED_DEFAULT,
     max_length: opt.MaxLength = None,
     save_every: opt.SaveEvery = 500,
@@ -104,7 +105,7 @@ def tsdae_command(
         temperature=temperature,
     )
     say(
-        f"wrote {output}: {info['steps']} steps on {info['training_sentences']:,} sentences, final loss {info['final_loss']}"
+        f"wrote {output}: {count(info['steps'], 'step')} on {count(info['training_sentences'], 'sentence')}, final loss {info['final_loss']}"
     )
 
 

@@ -68,7 +68,8 @@ def _read(path: Path, encoding: str) -> str:
     try:
         return path.read_text(encoding=encoding)
     except UnicodeDecodeError as exc:
-        raise DefsentError(f"not valid {encoding} text ({exc.reason})", path=path) from None
+        shown = encoding.removesuffix("-sig")  # utf-8-sig: utf-8 read past a BOM (the codec's name is ours)
+        raise DefsentError(f"not valid {shown} text ({exc.reason})", path=path) from None
 
 
 def _file_lines(text: str) -> list[str]:

@@ -322,6 +322,13 @@ def exclude_pairs(tasks: Sequence[STSTask], keys: set[tuple[str, str]]) -> list[
                     sub.source,
                 )
             )
+        left = sum(len(sub.gold) for sub in subsets)
+        if left < 2:  # a correlation needs two pairs at least: say so instead of scoring nothing
+            raise DefsentError(
+                f"--exclude-pairs leaves {left} of {task.n + task.excluded:,} pairs of {task.name}, nothing to "
+                f"correlate: the files given hold (nearly) every pair of it; leave {task.name} out of --tasks"
+            )
+        subsets = [sub for sub in subsets if len(sub.gold)]  # a subset left empty is no subset to score
         kept_tasks.append(replace(task, subsets=subsets, excluded=task.excluded + dropped))
     return kept_tasks
 

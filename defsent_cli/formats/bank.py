@@ -179,7 +179,7 @@ class BankFile(BankHeader):
         stop = self.n if stop is None else stop
         with _reading(self.source) as h5:
             vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[start:stop])
-        _check_finite(vectors, self.source)
+        _check_finite(vectors, self.source, dtype, lambda local: self._stored(start + local))
         return vectors
 
     def iter_rows(
@@ -193,7 +193,7 @@ class BankFile(BankHeader):
             source = h5["vectors"].astype(np.dtype(dtype))
             for first in range(start, stop, chunk):
                 vectors = np.asarray(source[first : min(first + chunk, stop)])
-                _check_finite(vectors, self.source)
+                _check_finite(vectors, self.source, dtype, lambda local, first=first: self._stored(first + local))
                 yield first, vectors
 
     def iter_entries(self, chunk: int = READ_ROWS) -> Iterator[str]:
@@ -222,8 +222,15 @@ class BankFile(BankHeader):
             return np.zeros((0, self.dim), dtype=np.dtype(dtype))
         with _reading(self.source) as h5:
             vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[unique])
-        _check_finite(vectors, self.source)
+        _check_finite(vectors, self.source, dtype, lambda local: self._stored(unique[local]))
         return vectors[where]
+
+    def _stored(self, rows) -> np.ndarray:
+        """These rows (sorted file row numbers) as the file stores them (float32 as a rule), unconverted."""
+        import numpy as np
+
+        with _reading(self.source) as h5:
+            return np.asarray(h5["vectors"][np.asarray(rows, dtype=np.int64)])
 
     def part(self, start: int = 0, stop: int | None = None, dtype="float32") -> Bank:
         """Rows ``start`` .. ``stop`` in memory: their entries, vectors and counts, with the bank's attributes."""
@@ -244,13 +251,31 @@ def _strings(values) -> list[str]:
     return [e.decode("utf-8") if isinstance(e, bytes) else str(e) for e in values]
 
 
-def _check_finite(vectors: np.ndarray, path: Path, block: int = 65536) -> None:
-    """A NaN or infinite row is an error; checked ``block`` rows at a time (no boolean copy of a whole bank)."""
+def _check_finite(vectors: np.ndarray, path: Path, dtype="float32", stored=None, block: int = 65536) -> None:
+    """A NaN or infinite row is an error; checked ``block`` rows at a time (no boolean copy of a whole bank).
+    Read as a narrower ``dtype`` (``--bank-dtype float16``), a row may have become infinite in the conversion
+    alone: ``stored(rows)`` reads those rows as the file holds them, and finite there, the error says that the
+    values exceed the dtype's range (and what to do), not that the bank is broken."""
     import numpy as np
 
-    bad = sum(int((~np.isfinite(vectors[i : i + block])).any(axis=1).sum()) for i in range(0, len(vectors), block))
-    if bad:
-        raise DefsentError(f"bank has {bad} row(s) with NaN or infinite values; rebuild it", path=path)
+    bad = [
+        i + np.flatnonzero((~np.isfinite(vectors[i : i + block])).any(axis=1)) for i in range(0, len(vectors), block)
+    ]
+    bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
+    if not len(bad):
+        return
+    narrow = np.dtype(dtype)
+    if stored is not None and narrow.itemsize < 4:
+        original = np.asarray(stored(bad), dtype=np.float64)
+        if np.isfinite(original).all():
+            limit = float(np.finfo(narrow).max)
+            raise DefsentError(
+                f"bank holds values up to {np.abs(original).max():g} in magnitude, beyond {narrow.name}'s range "
+                f"(±{limit:g}): in {narrow.name} {len(bad)} row(s) would become infinite; the bank itself is fine: "
+                f"train with --bank-dtype float32",
+                path=path,
+            )
+    raise DefsentError(f"bank has {len(bad)} row(s) with NaN or infinite values; rebuild it", path=path)
 
 
 @contextlib.contextmanager
@@ -310,6 +335,9 @@ def check_bank_matches(bank: Bank | BankFile, dictionary: str | Path) -> None:
     as streams, so the check holds neither list of entries."""
     dictionary, bank_path = Path(dictionary), bank.source or "bank"
     if bank.attrs.get("dictionary_sha256") != sha256_file(dictionary):
+        from .dictionary import check_dictionary
+
+        check_dictionary(dictionary)  # no dictionary at all (a pairs file): say that, not "another dictionary"
         raise DefsentError(
             f"bank was built from another dictionary (SHA-256 differs from {dictionary}); rebuild it with embed-entries",
             path=bank_path,

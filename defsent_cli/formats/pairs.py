@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 
 LAYOUTS = ("tsv", "stsb", "sick")
 
@@ -74,6 +74,39 @@ def _layout(first: str, path: Path) -> str:
     return "tsv"
 
 
+#: What :func:`looks_like` says of a line of a pairs file with scores (SICK, STS-B, scored TSV).
+SCORED_PAIRS_FILES = (
+    "a SICK pairs file",
+    "an STS-B pairs file",
+    "a scored pairs file (sentence1<TAB>sentence2<TAB>score)",
+)
+
+
+def looks_like(line: str) -> str | None:
+    """What kind of file a (first) line says it is from, for the error of a file given in the wrong place: a SICK,
+    STS-B or scored pairs file, a TSV of two columns, plain text; None for anything else (JSON, say)."""
+    fields = line.split("\t")
+
+    def numeric(text: str) -> bool:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+
+    if fields[0] == "pair_ID":
+        return SCORED_PAIRS_FILES[0]
+    if len(fields) >= 7 and numeric(fields[4]):
+        return SCORED_PAIRS_FILES[1]
+    if len(fields) == 3 and numeric(fields[2]):
+        return SCORED_PAIRS_FILES[2]
+    if len(fields) == 2:
+        return "a TSV of two columns (sentence pairs, or entry<TAB>definition lines)"
+    if len(fields) == 1 and not line.lstrip().startswith(("{", "[")):
+        return "plain text"
+    return None
+
+
 def read_pairs(path: str | Path) -> Pairs:
     """Every pair of a TSV, STS-B or SICK file (see the module docstring); one-line errors naming the line."""
     from ..io import check_input, iter_lines
@@ -84,6 +117,20 @@ def read_pairs(path: str | Path) -> Pairs:
         raise DefsentError("holds no sentence pairs", path=path)
     layout = _layout(rows[0][1], path)
     width = len(rows[0][1].split("\t"))  # TSV: 2 or 3 fields, the same on every line
+    if layout == "tsv" and width not in (2, 3):
+        number, first = rows[0]
+        if first.lstrip().startswith("{"):
+            holds = "a JSON object (a dictionary JSONL? its definitions are sentences, not pairs)"
+        elif width == 1:
+            holds = "one sentence and no TAB (a file of sentences? sample-pairs makes pairs from one)"
+        else:
+            holds = count(width, "TAB-separated field")
+        raise DefsentError(
+            f"not a sentence-pairs file: this line holds {holds}; expected sentence1<TAB>sentence2 or "
+            "sentence1<TAB>sentence2<TAB>score on every line (or SentEval's STS-B / SICK files)",
+            path=path,
+            line=number,
+        )
     sent1, sent2, scores, lines = [], [], [], []
     for number, line in rows[1:] if layout == "sick" else rows:
         fields = line.split("\t")
@@ -101,7 +148,7 @@ def read_pairs(path: str | Path) -> Pairs:
             if len(fields) != width or width not in (2, 3):
                 raise DefsentError(
                     "expected sentence1<TAB>sentence2 or sentence1<TAB>sentence2<TAB>score on every line "
-                    f"(the first line has {width} fields), got {len(fields)} fields",
+                    f"(the first line has {count(width, 'field')}), got {count(len(fields), 'field')}",
                     path=path,
                     line=number,
                 )
@@ -117,6 +164,51 @@ def read_pairs(path: str | Path) -> Pairs:
     if not sent1:
         raise DefsentError("holds no sentence pairs", path=path)
     return Pairs(sent1, sent2, scores if scores else None, layout, path, lines)
+
+
+def read_scored_pairs(
+    path: str | Path, max_score: float, command: str, arch: str | None = None, quiet: bool = False
+) -> Pairs:
+    """The pairs a supervised run learns from (``train-pairs``, ``teacher``), checked before anything slow loads:
+    scores there, and in the range the loss reads once divided by ``max_score``: [-1, 1] for a cosine
+    (train-pairs, a Cross-Bi-Encoder), [0, 1] for a Cross-Encoder's binary cross-entropy (``arch`` ce). Scores
+    that use a small part of the scale (0-1 scores with --max-score 5) are warned about (unless ``quiet``: the
+    command line checks the file before it imports torch, the trainer reads it again and warns)."""
+    from ..log import warn
+
+    found = read_pairs(path)
+    if found.scores is None:
+        raise DefsentError(f"has no scores: {command} learns from sentence1<TAB>sentence2<TAB>score", path=path)
+    low, high = min(found.scores), max(found.scores)
+    largest = max(abs(low), abs(high))
+    if largest > max_score:
+        raise DefsentError(
+            f"scores run from {low:g} to {high:g}; --max-score {max_score:g} must be at least the largest magnitude "
+            "(scores are divided by it; a Cross-Bi-Encoder's silver scores may be negative)",
+            path=path,
+        )
+    if arch == "ce" and low < 0:
+        raise DefsentError(
+            f"scores run from {low:g} to {high:g}: a Cross-Encoder learns score / --max-score as a probability in "
+            "[0, 1] (binary cross-entropy), which a negative score is not; shift the scores to 0 and up, or train "
+            "a Cross-Bi-Encoder (--arch cbe), whose cosine takes [-1, 1]",
+            path=path,
+        )
+    if 0 < largest * 4 <= max_score and not quiet:
+        warn(
+            f"{path}: the scores run from {low:g} to {high:g}, a small part of --max-score {max_score:g}: the model "
+            f"learns targets up to {largest / max_score:.2g} only; pass --max-score {_round_up(largest):g} if that "
+            "is the top of their scale"
+        )
+    return found
+
+
+def _round_up(value: float) -> float:
+    """The scale a file's largest score suggests: 1, 5, 10, 100 ... (the first of them not below it)."""
+    for scale in (1, 5, 10, 100):
+        if value <= scale:
+            return scale
+    return value
 
 
 def pair_keys(paths: list[Path]) -> set[tuple[str, str]]:

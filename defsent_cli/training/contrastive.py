@@ -57,12 +57,12 @@ from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
 from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import load_word_head
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 from ..evaluation.criteria import Criterion
 from .config import CONTRASTIVE_OBJECTIVES, DELETION, STOP_GRADIENTS, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
 from .loss import info_nce
 from .mlm import MaskedLM
-from .sentences import damage, sample_sentences, sentence_data
+from .sentences import check_negatives, damage, sample_sentences, sentence_data
 from .trainer import Trainer, TrainForward
 
 #: What ``defsent simcse`` uses where the command line is silent (see the module docstring).
@@ -112,6 +112,7 @@ class ContrastiveTrainer(Trainer):
         self.mlp = config.pooling == "cls" if mlp is None else bool(mlp)
         self.dictionary, self.base_model, self.bank_path = Path(sentences), Path(base_model), None
         texts = sample_sentences(self.dictionary, split, config)
+        check_negatives(texts, config.batch_size, "SimCSE" if objective == "simcse" else "Noise Matching", sentences)
         self.rank, self.world = distributed.rank(), distributed.world()
         torch.manual_seed(config.seed)
         random.seed(config.seed)
@@ -136,6 +137,8 @@ class ContrastiveTrainer(Trainer):
         if self.world > 1:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
+    data_argument = "SENTENCES"
+
     def settings(self) -> dict:
         """What this run adds to :class:`TrainConfig` (recorded, and required equal on --resume)."""
         return {
@@ -152,9 +155,9 @@ class ContrastiveTrainer(Trainer):
         what = "SimCSE" if self.objective == "simcse" else f"Noise Matching ({self.deletion:.0%} of words deleted)"
         mlm = f" + {config.mlm_weight:g} x MLM" if config.mlm_weight else ""
         return (
-            f"{what}{mlm}: {self.base_model} on {len(self.data):,} sentences ({config.pooling} pooling"
+            f"{what}{mlm}: {self.base_model} on {count(len(self.data), 'sentence')} ({config.pooling} pooling"
             f"{' + MLP' if self.mlp else ''}, temperature {self.temperature:g}, lr {config.lr:g}, "
-            f"batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
+            f"batch {config.batch_size}, {count(self.total_steps, 'step')}, seed {config.seed}"
         )
 
     def track_dev(self, criterion: Criterion) -> None:
@@ -173,10 +176,7 @@ class ContrastiveTrainer(Trainer):
         return {"settings": self.settings(), "dev": dev}, tensors
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        saved = extra.get("settings", {})
-        differ = [f"--{k.replace('_', '-')}" for k, v in self.settings().items() if saved.get(k, v) != v]
-        if differ:
-            raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})")
+        # the settings were compared with the saved run's before (state.check_resume)
         self.head.load_state_dict({k.removeprefix("mlp."): v for k, v in tensors.items() if k.startswith("mlp.")})
         best = {k.removeprefix("best."): v for k, v in tensors.items() if k.startswith("best.")}
         super().restore_extra_state(extra.get("dev", {}), best)

@@ -33,10 +33,10 @@ from ..encoder.models import load_model
 from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
 from ..encoder.tokenize import pad_id as padding_id
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 from ..evaluation.criteria import Criterion
 from ..formats.dictionary import seeded_sample
-from ..formats.pairs import read_pairs
+from ..formats.pairs import read_scored_pairs
 from .config import PAIR_LOSSES, TrainConfig
 from .data import TrainingData
 from .trainer import Trainer, TrainForward
@@ -63,18 +63,9 @@ class PairsTrainer(Trainer):
     ):
         self.config = config.validate()
         self.loss_name, self.max_score = loss, float(max_score)
-        self.loss_fn = pair_loss(loss)
         self.dictionary, self.base_model, self.bank_path = Path(pairs), Path(base_model), None
-        found = read_pairs(self.dictionary)
-        if found.scores is None:
-            raise DefsentError("has no scores: train-pairs learns from sentence1<TAB>sentence2<TAB>score", path=pairs)
-        if max(abs(score) for score in found.scores) > self.max_score:
-            raise DefsentError(
-                f"scores run from {min(found.scores):g} to {max(found.scores):g}; --max-score {self.max_score:g} must "
-                "be at least the largest magnitude (scores are divided by it; a Cross-Bi-Encoder's silver scores "
-                "may be negative)",
-                path=pairs,
-            )
+        found = read_scored_pairs(self.dictionary, self.max_score, self.command, getattr(self, "arch", None))
+        self.loss_fn = pair_loss(loss)  # sentence-transformers: imported once the pairs are known to be good
         self.rank, self.world = distributed.rank(), distributed.world()
         if self.world > 1 and loss != "cosine":
             raise DefsentError(
@@ -84,6 +75,18 @@ class PairsTrainer(Trainer):
         index = range(len(found)) if keep is None else keep
         sent1, sent2 = [found.sent1[i] for i in index], [found.sent2[i] for i in index]
         scores = np.asarray([found.scores[i] / self.max_score for i in index], dtype=np.float32)
+        if loss != "cosine" and (config.batch_size < 2 or len(np.unique(scores)) < 2):
+            # CoSENT and AnglE rank the pairs of a batch by score: one pair a batch, or one score, gives them nothing
+            why = (
+                f"--batch-size {config.batch_size} puts one pair in a batch"
+                if config.batch_size < 2
+                else f"every pair{' kept' if config.limit else ''} has the same score"
+            )
+            raise DefsentError(
+                f"--loss {loss} learns from the order of the scores of the pairs in a batch, and {why}: the loss would "
+                "be 0 and nothing learned; use --batch-size 2 or more and pairs of different scores, or --loss cosine",
+                path=None if config.batch_size < 2 else pairs,
+            )
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         self.loaded = load_model(base_model, distributed.local_device(config.device), self.regression_head)
@@ -104,6 +107,7 @@ class PairsTrainer(Trainer):
         if self.world > 1:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
+    command = "train-pairs"  # who learns from the pairs, for the messages
     freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
     regression_head = False  # the model that trains is the base model itself (a Cross-Encoder adds a head)
 
@@ -111,14 +115,16 @@ class PairsTrainer(Trainer):
         """Everything that trains, as the one module DDP wraps."""
         return TrainForward(self.model, self.head, self.pool)
 
+    data_argument = "PAIRS"
+
     def settings(self) -> dict:
         return {"loss": self.loss_name, "max_score": self.max_score}
 
     def describe(self) -> str:
         config = self.config
         return (
-            f"train-pairs: {self.base_model} on {len(self.data):,} scored pairs ({self.loss_name} loss, "
-            f"{config.pooling} pooling, lr {config.lr:g}, batch {config.batch_size}, {self.total_steps:,} steps, "
+            f"train-pairs: {self.base_model} on {count(len(self.data), 'scored pair')} ({self.loss_name} loss, "
+            f"{config.pooling} pooling, lr {config.lr:g}, batch {config.batch_size}, {count(self.total_steps, 'step')}, "
             f"seed {config.seed}"
         )
 
@@ -134,10 +140,7 @@ class PairsTrainer(Trainer):
         return {"settings": self.settings(), "dev": dev}, best
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        saved = extra.get("settings", {})
-        differ = [f"--{k.replace('_', '-')}" for k, v in self.settings().items() if saved.get(k, v) != v]
-        if differ:
-            raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})")
+        # the settings were compared with the saved run's before (state.check_resume)
         super().restore_extra_state(extra.get("dev", {}), tensors)
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor:

@@ -59,9 +59,39 @@ def read_sentences(path: Path, split: str = "train") -> list[str]:
         texts = [d for entry in iter_entries(path) if split in ("all", entry.split) for d in entry.definitions]
     else:
         texts = read_texts([path], skip_blank=True)
+        if texts:
+            check_plain(texts[0], path)
     if not texts:
         raise DefsentError("holds no sentences", path=path)
     return texts
+
+
+def check_plain(first: str, path: Path) -> None:
+    """The first line of a file read as plain sentences is not one of another kind of file (a dictionary JSONL not
+    named .jsonl, a pairs file, a TSV), whose lines would be trained on as text: a one-line error saying so."""
+    import json
+
+    from ..formats.pairs import looks_like
+
+    if first.lstrip().startswith("{"):
+        try:
+            obj = json.loads(first)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            kind = "a dictionary JSONL" if "definitions" in obj else "JSON lines"
+            raise DefsentError(
+                f"line 1 is a JSON object: {kind}, whose lines would be read as sentences, braces and all; a "
+                "dictionary's definitions are read from a file named .jsonl, plain sentences one per line",
+                path=path,
+            )
+    looks = looks_like(first)
+    if looks not in (None, "plain text"):
+        raise DefsentError(
+            f"line 1 looks like {looks}, not a sentence: plain sentences are one per line, without TABs (or a "
+            "dictionary .jsonl's definitions); scored pairs train with train-pairs or teacher",
+            path=path,
+        )
 
 
 def sample_sentences(path: Path, split: str, config: TrainConfig) -> list[str]:
@@ -69,6 +99,24 @@ def sample_sentences(path: Path, split: str, config: TrainConfig) -> list[str]:
     texts = read_sentences(path, split)
     keep = seeded_sample(len(texts), config.limit, config.seed)
     return texts if keep is None else [texts[i] for i in keep]
+
+
+def check_negatives(texts: list[str], batch_size: int, what: str, path: Path) -> None:
+    """In-batch negatives (SimCSE, Noise Matching) need two sentences in a batch: with one sentence, or batches of
+    one, the loss is 0 from the first step and nothing is learned; a one-line error instead of a quiet no-op."""
+    distinct = len(set(texts))
+    if batch_size < 2:
+        raise DefsentError(
+            f"{what} contrasts each sentence with the others of its batch, and --batch-size {batch_size} leaves "
+            "none: the loss would be 0 and nothing learned; use --batch-size 2 or more (SimCSE: 64)"
+        )
+    if distinct < 2:
+        raise DefsentError(
+            f"{'holds one sentence' if len(texts) == 1 else f'holds one distinct sentence ({len(texts)} copies)'}: "
+            f"{what} contrasts each sentence with the others of its batch, so there are no negatives, the loss "
+            "would be 0 and nothing learned; give it at least two different sentences (many more to learn anything)",
+            path=path,
+        )
 
 
 def sentence_data(texts: list[str], tokenizer, pooling: Pooling, max_length: int) -> TrainingData:

@@ -80,8 +80,104 @@ def save_state(path: Path, trainer) -> None:
         "log": trainer.log,
         "extra": extra,
         "elapsed": trainer.elapsed,
+        "settings": trainer.settings(),
+        "inputs": trainer.inputs(),
     }
     write_tensors(path, tensors, doc)  # atomic: the previous state stays until this one is complete
+
+
+def _option(name: str) -> str:
+    """The command-line option of a setting's name (``max_steps`` -> ``--max-steps``)."""
+    return "--" + name.replace("_", "-")
+
+
+def _shown(value: Any) -> str:
+    return "not given" if value is None else str(value).lower() if isinstance(value, bool) else f"{value}"
+
+
+def _legacy_settings(doc: dict) -> dict:
+    """The run's own settings in a state saved before they had their place in the document: inside ``extra``
+    (simcse, train-pairs, teacher: its ``settings``; tsdae: ``extra`` itself)."""
+    extra = doc.get("extra") or {}
+    if "settings" in extra:
+        return dict(extra["settings"])
+    if "deletion" in extra:  # tsdae (its NM settings there only with --nm-weight, as in settings())
+        return dict(extra)
+    return {}
+
+
+def check_resume(doc: dict, trainer, path: Path) -> None:
+    """Refuse a resume that would not continue the saved run: a setting that changes the weights differs (any
+    TrainConfig field but :data:`RESUMABLE_CHANGES`, or one of the trainer's own :meth:`settings`), or an input
+    file differs (by SHA-256: another file, the same file edited, its lines in another order). Each difference is
+    named; the one place every resumable command (train, tsdae, simcse, train-pairs, teacher) checks this."""
+    saved = doc.get("config", {})
+    mine, defaults = asdict(trainer.config), asdict(TrainConfig())
+    differ = [
+        f"{_option(k)} {_shown(mine[k])} (saved: {_shown(saved.get(k, defaults[k]))})"
+        for k in mine
+        if k not in RESUMABLE_CHANGES and saved.get(k, defaults[k]) != mine[k]
+    ]
+    saved_settings = doc["settings"] if isinstance(doc.get("settings"), dict) else _legacy_settings(doc)
+    own = trainer.settings()
+    for k in dict.fromkeys([*own, *saved_settings]):  # a setting only one side has (tsdae's NM terms) differs too
+        if k not in own or k not in saved_settings or own[k] != saved_settings[k]:
+            differ.append(f"{_option(k)} {_shown(own.get(k))} (saved: {_shown(saved_settings.get(k))})")
+    if differ:
+        raise DefsentError(
+            f"cannot resume: settings differ from the saved run: {'; '.join(differ)}; resume with the saved run's "
+            "settings, or pass --force to start over",
+            path=path,
+        )
+    saved_inputs, inputs = doc.get("inputs"), trainer.inputs()
+    if not isinstance(saved_inputs, dict):
+        if distributed.is_main():
+            warn(f"{path}: saved by an older defsent, it records no input files: that the resume reads the same data "
+                 "is not checked")  # fmt: skip
+        return
+    changed = []
+    for name in dict.fromkeys([*saved_inputs, *inputs]):
+        before, now = saved_inputs.get(name), inputs.get(name)
+        if before is not None and now is not None and before.get("sha256") == now["sha256"]:
+            continue  # the same bytes, wherever the file is now (moved or copied: the same data)
+        if before is None or now is None:
+            changed.append(f"{name} {'not given' if now is None else now['path']} (saved: "
+                           f"{'none' if before is None else before['path']})")  # fmt: skip
+        elif before["path"] == now["path"]:
+            changed.append(f"{name} {now['path']} changed since the run was saved (its SHA-256 differs)")
+        else:
+            changed.append(f"{name} {now['path']} is not the saved run's {before['path']} (its SHA-256 differs)")
+    if changed:
+        raise DefsentError(
+            f"cannot resume: the input differs from the saved run's: {'; '.join(changed)}; resume with the same "
+            "data, or pass --force to start over",
+            path=path,
+        )
+
+
+def input_record(path: Path) -> dict:
+    """How a resume recognises an input file: its absolute path (for the message) and its SHA-256 (the check)."""
+    from ..io import sha256_file
+
+    return {"path": str(Path(path).resolve()), "sha256": sha256_file(path)}
+
+
+def model_record(folder: Path, shown: Path | None = None) -> dict:
+    """How a resume recognises the base model: the SHA-256 of its configuration and tokenizer files (what
+    decides the architecture and the token ids; the weights come from the state), not of its weights; ``shown``:
+    the folder the user named (a sentence-transformers folder holds ``folder`` inside)."""
+    import hashlib
+
+    from ..io import sha256_file
+
+    folder = Path(folder)
+    names = ("config.json", "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model",
+             "sentencepiece.bpe.model", "tokenizer.model")  # fmt: skip
+    digest = hashlib.sha256()
+    for name in names:
+        if (folder / name).is_file():
+            digest.update(f"{name}:{sha256_file(folder / name)}\n".encode())
+    return {"path": str(Path(shown or folder).resolve()), "sha256": digest.hexdigest()}
 
 
 def load_state(path: Path, trainer) -> None:
@@ -89,11 +185,7 @@ def load_state(path: Path, trainer) -> None:
     tensors, doc = read_tensors(path, "the resume state", "; delete it or pass --force")
     if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
         raise DefsentError(f"not a defsent training state ({STATE_FORMAT}); delete it or pass --force", path=path)
-    saved = doc.get("config", {})
-    mine, defaults = asdict(trainer.config), asdict(TrainConfig())
-    differ = [k for k in mine if k not in RESUMABLE_CHANGES and saved.get(k, defaults[k]) != mine[k]]
-    if differ:
-        raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})", path=path)
+    check_resume(doc, trainer, path)
     model = {k.removeprefix("model."): v for k, v in tensors.items() if k.startswith("model.")}
     trainer.model.load_state_dict(model)
     trainer.optimizer.load_state_dict(_optimizer_state(tensors, doc["optimizer"]))

@@ -32,7 +32,7 @@ import torch
 from ..encoder.encode import model_mask
 from ..encoder.tokenize import has_padding, on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 from .pairs import PairsTrainer
 
 ARCHES = ("ce", "cbe")
@@ -166,7 +166,7 @@ class TeacherTrainer(PairsTrainer):
     ):
         if arch not in ARCHES:
             raise DefsentError(f"--arch must be one of {', '.join(ARCHES)}, not {arch!r}")
-        self.arch, self.special_tokens = arch, special_tokens
+        self.arch, self.special_tokens, self.command = arch, special_tokens, "teacher"
         self.sentence_transformer = arch == "cbe"  # a CE folder is a sentence-transformers CrossEncoder instead
         self.freeze_pooler = arch == "cbe"  # the CE's classifier reads BERT's pooler
         self.regression_head = arch == "ce"  # the CE: the encoder with a one-logit head on [CLS]
@@ -183,8 +183,8 @@ class TeacherTrainer(PairsTrainer):
         config = self.config
         name = {"ce": "Cross-Encoder", "cbe": "Cross-Bi-Encoder"}[self.arch]
         return (
-            f"teacher ({name}): {self.base_model} on {len(self.data):,} scored pairs, lr {config.lr:g}, "
-            f"batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
+            f"teacher ({name}): {self.base_model} on {count(len(self.data), 'scored pair')}, lr {config.lr:g}, "
+            f"batch {config.batch_size}, {count(self.total_steps, 'step')}, seed {config.seed}"
         )
 
     def track_dev(self, criterion) -> None:

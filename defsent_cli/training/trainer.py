@@ -42,11 +42,12 @@ from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_tr
 from ..encoder.tokenize import has_padding, pad_batch, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..encoder.word_head import WORD_HEAD_FILE, load_word_head, save_word_head
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 from ..evaluation.criteria import Criterion
 from ..formats.bank import check_bank_matches, open_bank
 from ..formats.checkpoint import CHECKPOINT_FORMAT
-from ..io import sha256_file
+from ..formats.dictionary import check_dictionary
+from ..log import warn
 from .config import EVAL_EACH_EPOCH, TrainConfig
 from .data import Schedule, training_data, word_training_data
 from .dev_eval import DevTracker
@@ -138,7 +139,7 @@ class Trainer:
 
     def __init__(self, dictionary: Path, bank_path: Path | None, base_model: Path, config: TrainConfig):
         self.config = config.validate()
-        self.dictionary, self.base_model = Path(dictionary), Path(base_model)
+        self.dictionary, self.base_model = check_dictionary(dictionary), Path(base_model)
         self.bank_path = Path(bank_path) if bank_path is not None else None
         word_objective = config.objective == "defsent"
         bank = None
@@ -220,12 +221,35 @@ class Trainer:
             encoder_start=min(config.head_warmup_steps, self.total_steps),
             decay=config.schedule == "linear",
         )
+        if distributed.is_main():
+            self._warn_idle_schedule()
         self.step, self.log, self.elapsed = 0, [], 0.0
         self.global_batch: np.ndarray | None = None  # the current step's global batch (train_step)
         self.sizes: list[int] | None = None  # every process's share of it (torchrun), for the gathers
         self.precision = resolve_train_precision(config.precision, self.device)  # auto: bf16 on a bf16 GPU
         self.scaler = grad_scaler(self.precision, self.device)  # fp16 only
         self.dev: DevTracker | None = None  # set by track_dev()
+
+    def _warn_idle_schedule(self) -> None:
+        """Say so when the schedule gives the encoder learning rate 0 at every step of the run: the linear warm-up
+        starts at 0 (transformers' schedule), so a run of one step with a warm-up of one (``--max-steps 1
+        --warmup-ratio 0.6``), or a head warm-up as long as the run, trains the encoder not at all."""
+        total, config = self.total_steps, self.config
+        factor = self.scheduler.lr_lambdas[0]
+        start = min(config.head_warmup_steps, total)
+        if total > start + 1 or any(factor(step) > 0 for step in range(total)):
+            return  # from step start + 1 on the rate is above 0: something trains
+        if start >= total:
+            why = f"--head-warmup-steps {config.head_warmup_steps} covers all {count(total, 'step')}"
+        else:
+            why = (
+                f"the warm-up ({count(round(config.warmup_ratio * total), 'step')} of {count(total, 'step')}, "
+                "--warmup-ratio) starts at learning rate 0"
+            )
+        warn(
+            f"the encoder trains at learning rate 0 at every step: {why}, so it comes out as it went in; raise "
+            "--max-steps (or --epochs), or lower the warm-up"
+        )
 
     def _optimizer(self) -> torch.optim.Optimizer:
         head_params = [p for p in self.head.parameters() if p.requires_grad]  # a word head is frozen
@@ -328,9 +352,9 @@ class Trainer:
         config = self.config
         against = "vocabulary tokens" if config.objective == "defsent" else "entries"
         return (
-            f"training {self.base_model} on {len(self.data):,} definitions against {self.n_bank:,} {against} "
+            f"training {self.base_model} on {count(len(self.data), 'definition')} against {self.n_bank:,} {against} "
             f"({config.pooling} pooling, head {self.head.mode_description}, lr {config.lr:g}, "
-            f"batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
+            f"batch {config.batch_size}, {count(self.total_steps, 'step')}, seed {config.seed}"
             + (f", bank sharded: 1/{self.world} of its rows in each process" if self.shard is not None else "")
         )
 
@@ -402,6 +426,27 @@ class Trainer:
         return distributed.all_reduce_sum(total) / max(1, len(losses))
 
     # --- what the resumable state carries beyond weights, optimiser and log (see state.py) ---------
+
+    #: how the command line names the data file this run reads (``self.dictionary``), for resume's messages
+    data_argument = "DICTIONARY"
+
+    def settings(self) -> dict:
+        """What this kind of run adds to :class:`TrainConfig` (recorded, and required equal on --resume)."""
+        return {}
+
+    def inputs(self) -> dict[str, dict]:
+        """The files this run reads, by the names the command line gives them, each as a resume recognises it
+        (``state.input_record``: its path and SHA-256; the base model by its configuration and tokenizer files):
+        computed once, saved with every state and compared on --resume (``state.check_resume``)."""
+        if getattr(self, "_inputs", None) is None:
+            from .state import input_record, model_record
+
+            found = {self.data_argument: input_record(self.dictionary)}
+            if self.bank_path is not None:
+                found["--bank"] = input_record(self.bank_path)
+            found["--model"] = model_record(self.loaded.transformer_dir or self.base_model, self.base_model)
+            self._inputs = found
+        return self._inputs
 
     def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
         return self.dev.state() if self.dev is not None else ({}, {})
@@ -542,7 +587,7 @@ class Trainer:
             }
         return {
             "bank": str(self.bank_path.resolve()),
-            "bank_sha256": sha256_file(self.bank_path),
+            "bank_sha256": self.inputs()["--bank"]["sha256"],  # hashed once for the resumable state and this
             "bank_attrs": dict(self.bank_attrs),
             "bank_entries": self.n_bank,
             "bank_sharded": self.shard is not None,  # --shard-bank: each process held 1/processes of the rows

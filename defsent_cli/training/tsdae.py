@@ -32,10 +32,10 @@ import torch
 
 from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import pad_batch, pad_id, to_device, tokenize
-from ..errors import DefsentError
+from ..errors import DefsentError, count
 from .config import DELETION, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
 from .loss import info_nce
-from .sentences import damage, sample_sentences, sentence_data
+from .sentences import check_negatives, damage, sample_sentences, sentence_data
 from .trainer import Trainer
 
 
@@ -83,6 +83,8 @@ class TsdaeTrainer(Trainer):
         self.deletion, self.split, self.nm_weight, self.temperature = deletion, split, nm_weight, temperature
         self.dictionary, self.base_model, self.bank_path = Path(sentences), Path(base_model), None
         texts = sample_sentences(self.dictionary, split, config)
+        if nm_weight:  # TSDAE alone reconstructs each sentence by itself; its NM term needs in-batch negatives
+            check_negatives(texts, config.batch_size, "--nm-weight's Noise Matching", sentences)
         self.rank, self.world = distributed.rank(), distributed.world()
         if self.world > 1:
             raise DefsentError("defsent tsdae runs in one process (not under torchrun)")
@@ -112,8 +114,8 @@ class TsdaeTrainer(Trainer):
         config = self.config
         return (
             f"tsdae{f' + {self.nm_weight:g} x Noise Matching' if self.nm_weight else ''}: {self.base_model} on "
-            f"{len(self.data):,} sentences ({config.pooling} pooling, {self.deletion:.0%} of words deleted, "
-            f"lr {config.lr:g} constant, batch {config.batch_size}, {self.total_steps:,} steps, seed {config.seed}"
+            f"{count(len(self.data), 'sentence')} ({config.pooling} pooling, {self.deletion:.0%} of words deleted, "
+            f"lr {config.lr:g} constant, batch {config.batch_size}, {count(self.total_steps, 'step')}, seed {config.seed}"
         )
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
@@ -127,6 +129,8 @@ class TsdaeTrainer(Trainer):
         shared = {p.data_ptr() for p in self.model.parameters()}
         return {k: v for k, v in self.loss_model.decoder.state_dict().items() if v.data_ptr() not in shared}
 
+    data_argument = "SENTENCES"
+
     def settings(self) -> dict:
         """What this run adds to :class:`TrainConfig` (recorded, and required equal on --resume)."""
         nm = {"nm_weight": self.nm_weight, "temperature": self.temperature} if self.nm_weight else {}
@@ -136,10 +140,7 @@ class TsdaeTrainer(Trainer):
         return self.settings(), {f"decoder.{k}": v for k, v in self._decoder_only().items()}
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        saved = {"nm_weight": 0.0, **extra}
-        differ = [f"--{k.replace('_', '-')}" for k, v in self.settings().items() if saved.get(k, v) != v]
-        if differ:
-            raise DefsentError(f"cannot resume: settings differ from the saved run ({', '.join(differ)})")
+        # the settings were compared with the saved run's before (state.check_resume)
         decoder = {k.removeprefix("decoder."): v for k, v in tensors.items() if k.startswith("decoder.")}
         self.loss_model.decoder.load_state_dict(decoder, strict=False)
 
