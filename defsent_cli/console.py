@@ -76,8 +76,8 @@ class PlainProgress:
         return self
 
     def __exit__(self, *exc) -> None:
-        for task in self.tasks.values():
-            if not task["done"] and task["completed"] and exc[0] is None:
+        for task in self.tasks.values():  # the last word on each task: fields set after its last line (a loss)
+            if exc[0] is None and task["completed"] and (not task["done"] or task["fields"] != task["said"]):
                 self._line(task)
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0, **fields) -> int:
@@ -85,7 +85,7 @@ class PlainProgress:
         number = len(self.tasks)
         self.tasks[number] = {
             "description": description, "total": total, "completed": completed, "fields": dict(fields),
-            "start": now, "last": now, "tenth": 0, "done": False,
+            "start": now, "last": now, "tenth": 0, "done": False, "said": None,
         }  # fmt: skip
         return number
 
@@ -115,7 +115,7 @@ class PlainProgress:
 
     def _line(self, task: dict) -> None:
         now = time.monotonic()
-        task["last"] = now
+        task["last"], task["said"] = now, dict(task["fields"])
         elapsed = now - task["start"]
         done, total = task["completed"], task["total"]
         parts = [

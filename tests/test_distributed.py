@@ -45,6 +45,7 @@ TORCHRUN = torchrun(2)
 # ~1e-3 instead of ~1e-7.  Adam's default eps 1e-6 is blind to such a scale.
 TRAIN = ["--batch-size", "4", "--lr", "1e-2", "--adam-eps", "1", "--max-grad-norm", "1000", "--seed", "3"]
 TRAIN += ["--log-every", "1", "--save-every", "2", "--device", "cpu"]
+MEAN = ["--pooling", "mean"]  # train as the mean bank (AMP) is pooled; a plain BERT would pool CLS
 CPU = ["--device", "cpu"]
 _weights, _max_diff = checkpoint_weights, max_weight_diff
 
@@ -61,16 +62,28 @@ def setup(tmp_path_factory, tiny_bert) -> dict:
     dictionary = root / "dict.jsonl"
     dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
     bank = root / "bank.h5"
-    _run([*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank, *CPU], check=True)
+    _run([*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank, "--pool", "mean", *CPU], check=True)
     single = root / "single"
-    _run([*DEFSENT, "train", dictionary, "--bank", bank, "-m", model, "-o", single, *TRAIN], check=True)
+    _run([*DEFSENT, "train", dictionary, "--bank", bank, "-m", model, "-o", single, *TRAIN, *MEAN], check=True)
     return {"root": root, "model": model, "dictionary": dictionary, "bank": bank, "single": single}
 
 
 def test_distributed_training_equals_one_process_with_the_same_global_batch(setup):
     out = setup["root"] / "dist"
     run = _run(
-        [*TORCHRUN, "train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], "-o", out, *TRAIN]
+        [
+            *TORCHRUN,
+            "train",
+            setup["dictionary"],
+            "--bank",
+            setup["bank"],
+            "-m",
+            setup["model"],
+            "-o",
+            out,
+            *TRAIN,
+            *MEAN,
+        ]
     )
     assert run.returncode == 0, run.stderr.decode()
     stderr = run.stderr.decode()
@@ -87,7 +100,7 @@ def test_distributed_training_equals_one_process_with_the_same_global_batch(setu
 
 
 def test_distributed_training_resumes_after_a_kill(setup):
-    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
+    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN, *MEAN]
     out = setup["root"] / "killed"
     killer = torchrun(2, str(Path(__file__).with_name("kill_after_step.py")))
     run = _run([*killer, *args, "-o", out], env={**ENV, "KILL_AFTER_STEP": "5"})
@@ -109,7 +122,7 @@ def test_distributed_training_ends_every_time(setup, tmp_path):
     """Issue 27: a 2-process run could hang for good at exit, after writing its checkpoint (DDP's Reducer freed
     the gloo group holding the GIL while a gloo worker waited for the GIL; 1 run in 40 here). A short run,
     saving and gathering every step, run several times in a row: each ends in time, with the same weights."""
-    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
+    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN, *MEAN]
     args += ["--max-steps", "2", "--save-every", "1"]
     runs = [tmp_path / f"run-{i}" for i in range(LOOPS)]
     for out in runs:
@@ -369,7 +382,7 @@ def test_float16_bank_loss_matches_the_float32_loss_on_the_same_values():
 
 def test_train_with_a_float16_bank(cli, setup, tmp_path):
     out = tmp_path / "half"
-    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN]
+    args = ["train", setup["dictionary"], "--bank", setup["bank"], "-m", setup["model"], *TRAIN, *MEAN]
     result = cli(*args, "-o", out, "--bank-dtype", "float16")
     assert result.exit_code == 0, result.output
     info = json.loads((out / "defsent.json").read_text())
