@@ -8,10 +8,10 @@ import os
 import signal
 import sys
 
-from defsent_cli.training import trainer
+from defsent_cli.training import loop
 
 KILL_AFTER = int(os.environ["KILL_AFTER_STEP"])
-_train_step = trainer.Trainer.train_step
+_train_step = loop.Loop.train_step
 
 
 def train_step(self, index):
@@ -21,7 +21,7 @@ def train_step(self, index):
     return loss
 
 
-trainer.Trainer.train_step = train_step
+loop.Loop.train_step = train_step
 
 if __name__ == "__main__":
     from defsent_cli.cli import run

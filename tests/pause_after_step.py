@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from defsent_cli.training import trainer
+from defsent_cli.training import loop
 
 PAUSE_AFTER = int(os.environ["PAUSE_AFTER_STEP"])
 MARKER = Path(os.environ["PAUSE_MARKER"])
-_train_step = trainer.Trainer.train_step
+_train_step = loop.Loop.train_step
 
 
 def train_step(self, index):
@@ -29,7 +29,7 @@ def train_step(self, index):
     return _train_step(self, index)
 
 
-trainer.Trainer.train_step = train_step
+loop.Loop.train_step = train_step
 # A shell without job control starts background jobs with SIGINT ignored, and Python keeps an inherited
 # "ignore": a suite launched that way (`... &` in a script or a CI runner) would wait out the deadline here.
 # The tests are about defsent's answer to Ctrl-C, so the run gets Python's own handler whatever launched it.

@@ -939,20 +939,20 @@ RESUME = [
 
 def _interrupted_in_process(monkeypatch, argv: list, steps: int):
     """Run ``argv`` in this process and stop it with KeyboardInterrupt once ``steps`` steps are done."""
-    from defsent_cli.training.trainer import Trainer
+    from defsent_cli.training.loop import Loop
 
-    train_step = Trainer.train_step
+    train_step = Loop.train_step
 
     def stop(self, index):
         if self.step == steps:
             raise KeyboardInterrupt
         return train_step(self, index)
 
-    monkeypatch.setattr(Trainer, "train_step", stop)
+    monkeypatch.setattr(Loop, "train_step", stop)
     try:
         return _cli(*argv)
     finally:
-        monkeypatch.setattr(Trainer, "train_step", train_step)
+        monkeypatch.setattr(Loop, "train_step", train_step)
 
 
 @pytest.mark.parametrize("name,argv,says", RESUME, ids=[case[0] for case in RESUME])

@@ -113,6 +113,27 @@ def tsdae(
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 
+def objective_fit(
+    objective,
+    data_file: Path,
+    base_model: Path,
+    output: Path,
+    config: TrainConfig,
+    resume: bool = False,
+    force: bool = False,
+    show_progress: bool | None = None,
+    data: Path | None = None,
+) -> dict:
+    """Train any :class:`objective.Objective` on ``data_file`` and write the encoder; with ``config.eval_every`` it
+    is scored on a dev criterion as it trains (evaluation data under ``data``), as :func:`train`."""
+    from .objective import ObjectiveRun
+
+    output, work_dir = _work_dir(output, resume, force)
+    criterion = _criterion(config, data, show_progress)
+    trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config), criterion)
+    return fit(trainer, output, work_dir, resume, force, show_progress)
+
+
 def contrastive(
     sentences: Path,
     base_model: Path,

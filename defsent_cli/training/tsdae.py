@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import pad_batch, pad_id, to_device, tokenize
 from ..errors import DefsentError, count
 from .config import DELETION, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
 from .loss import info_nce
+from .objective import Objective, ObjectiveRun, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
-from .trainer import Trainer
 
 
 def sentence_transformer(transformer_dir: Path, pooling: str, device):
@@ -53,110 +52,64 @@ def sentence_transformer(transformer_dir: Path, pooling: str, device):
     return SentenceTransformer(modules=[transformer, Pooling(dim, pooling)], device=str(device))
 
 
-class TsdaeTrainer(Trainer):
-    """The denoising auto-encoder run: the :class:`Trainer` loop and state, another model and loss."""
+@register
+class Tsdae(Objective):
+    """The denoising auto-encoder: sentence-transformers' loss, its decoder trained beside the encoder."""
+
+    name = kind = "tsdae"
+    one_process = True
 
     def __init__(
-        self,
-        sentences: Path,
-        base_model: Path,
-        config: TrainConfig,
-        deletion: float = DELETION,
-        split: str = "train",
-        nm_weight: float = 0.0,
-        temperature: float = TEMPERATURE,
+        self, deletion: float = DELETION, split: str = "train", nm_weight: float = 0.0, temperature: float = TEMPERATURE
     ):
-        from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
-
-        from .. import distributed
-        from ..encoder.models import load_model
-
-        self.config = config.validate()
-        if config.pooling not in TSDAE_POOLINGS:
-            raise DefsentError(f"tsdae pools with cls or mean, not {config.pooling!r}")
-        if not 0 <= deletion < 1:
-            raise DefsentError(f"--deletion must be in [0, 1), got {deletion}")
-        if not (math.isfinite(nm_weight) and nm_weight >= 0):
-            raise DefsentError(f"--nm-weight must be a finite number >= 0, got {nm_weight}")
-        if not (math.isfinite(temperature) and temperature > 0):
-            raise DefsentError(f"--temperature must be a finite number > 0, got {temperature}")
         self.deletion, self.split, self.nm_weight, self.temperature = deletion, split, nm_weight, temperature
-        self.dictionary, self.base_model, self.bank_path = Path(sentences), Path(base_model), None
-        texts = sample_sentences(self.dictionary, split, config)
-        if nm_weight:  # TSDAE alone reconstructs each sentence by itself; its NM term needs in-batch negatives
-            check_negatives(texts, config.batch_size, "--nm-weight's Noise Matching", sentences)
-        self.rank, self.world = distributed.rank(), distributed.world()
-        if self.world > 1:
-            raise DefsentError("defsent tsdae runs in one process (not under torchrun)")
-        torch.manual_seed(config.seed)
-        # the folder is checked and the tokenizer / limits read as everywhere; sentence-transformers loads the model
-        self.loaded = load_model(base_model, config.device)
-        self.device = self.loaded.device
-        self.encoder = sentence_transformer(
-            self.loaded.transformer_dir or self.loaded.path, config.pooling, self.device
-        )
-        self.loss_model = DenoisingAutoEncoderLoss(self.encoder, tie_encoder_decoder=True).to(self.device)
-        self.model = self.encoder[0].auto_model  # what the checkpoint keeps (its weights are tied to the decoder's)
-        self.loaded.model = self.model
-        self.max_length = self.loaded.token_limit(config.max_length)
-        self.pool = get_pooling(config.pooling)
-        self.data = sentence_data(texts, self.loaded.tokenizer, self.pool, self.max_length)
-        self.encoded: list[torch.Tensor] = []  # --nm-weight: the damaged sentences' vectors of TSDAE's pass
-        if nm_weight:
-            self.encoder.register_forward_hook(lambda module, args, out: self.encoded.append(out["sentence_embedding"]))
-        self.head, self.word_head, self.mlm = None, None, None  # Trainer's DefSent+ parts: none here
-        params = [p for p in self.loss_model.parameters() if p.requires_grad]
-        self._start(
-            torch.optim.AdamW(params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True)
-        )
-
-    def describe(self) -> str:
-        config = self.config
-        return (
-            f"tsdae{f' + {self.nm_weight:g} x Noise Matching' if self.nm_weight else ''}: {self.base_model} on "
-            f"{count(len(self.data), 'sentence')} ({config.pooling} pooling, {self.deletion:.0%} of words deleted, "
-            f"lr {config.lr:g} constant, batch {config.batch_size}, {count(self.total_steps, 'step')}, seed {config.seed}"
-        )
-
-    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
-        return {"train_log.jsonl": work_dir / "log.jsonl"}
-
-    def clipped(self):
-        return self.loss_model.parameters()
-
-    def _decoder_only(self) -> dict[str, torch.Tensor]:
-        """The decoder's weights that are not the encoder's (cross-attention, LM head): saved in the state."""
-        shared = {p.data_ptr() for p in self.model.parameters()}
-        return {k: v for k, v in self.loss_model.decoder.state_dict().items() if v.data_ptr() not in shared}
-
-    data_argument = "SENTENCES"
 
     def settings(self) -> dict:
-        """What this run adds to :class:`TrainConfig` (recorded, and required equal on --resume)."""
         nm = {"nm_weight": self.nm_weight, "temperature": self.temperature} if self.nm_weight else {}
         return {"deletion": self.deletion, "split": self.split, **nm}
 
-    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        return self.settings(), {f"decoder.{k}": v for k, v in self._decoder_only().items()}
+    def check(self, config: TrainConfig) -> None:
+        if config.pooling not in TSDAE_POOLINGS:
+            raise DefsentError(f"tsdae pools with cls or mean, not {config.pooling!r}")
+        if not 0 <= self.deletion < 1:
+            raise DefsentError(f"--deletion must be in [0, 1), got {self.deletion}")
+        if not (math.isfinite(self.nm_weight) and self.nm_weight >= 0):
+            raise DefsentError(f"--nm-weight must be a finite number >= 0, got {self.nm_weight}")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise DefsentError(f"--temperature must be a finite number > 0, got {self.temperature}")
 
-    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        # the settings were compared with the saved run's before (state.check_resume)
-        decoder = {k.removeprefix("decoder."): v for k, v in tensors.items() if k.startswith("decoder.")}
-        self.loss_model.decoder.load_state_dict(decoder, strict=False)
+    def read(self, path: Path, config: TrainConfig) -> list[str]:
+        texts = sample_sentences(path, self.split, config)
+        if self.nm_weight:  # TSDAE alone reconstructs each sentence by itself; its NM term needs in-batch negatives
+            check_negatives(texts, config.batch_size, "--nm-weight's Noise Matching", path)
+        return texts
 
-    def train_mode(self) -> None:
-        self.loss_model.train()
+    def setup(self, run: ObjectiveRun, texts: list[str]) -> None:
+        from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
 
-    def loss_on(self, index: np.ndarray) -> torch.Tensor:
+        # the folder is checked and the tokenizer / limits read as everywhere; sentence-transformers loads the model
+        loaded = run.loaded
+        self.encoder = sentence_transformer(loaded.transformer_dir or loaded.path, run.config.pooling, run.device)
+        self.loss_model = DenoisingAutoEncoderLoss(self.encoder, tie_encoder_decoder=True).to(run.device)
+        run.model = self.encoder[0].auto_model  # what the checkpoint keeps (its weights are tied to the decoder's)
+        run.data = sentence_data(texts, loaded.tokenizer, run.pool, run.max_length)
+        self.encoded: list[torch.Tensor] = []  # --nm-weight: the damaged sentences' vectors of TSDAE's pass
+        if self.nm_weight:
+            self.encoder.register_forward_hook(lambda module, args, out: self.encoded.append(out["sentence_embedding"]))
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        return {"decoder": self.loss_model.decoder}
+
+    def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
         """Delete words (seeded by seed and step), encode the damaged sentences, reconstruct the originals
         (+ λ · Noise Matching of the damaged sentences' vectors onto their originals')."""
-        damaged = damage([self.data.texts[i] for i in index], self.deletion, self.config.seed, self.step)
-        tokenizer = self.loaded.tokenizer
+        damaged = damage([run.data.texts[i] for i in index], self.deletion, run.config.seed, run.step)
+        tokenizer = run.loaded.tokenizer
         padding = pad_id(tokenizer)
-        source = pad_batch(tokenize(damaged, tokenizer, self.pool, self.max_length), padding)
-        target = pad_batch([self.data.token_ids[i] for i in index], padding)
+        source = pad_batch(tokenize(damaged, tokenizer, run.pool, run.max_length), padding)
+        target = pad_batch([run.data.token_ids[i] for i in index], padding)
         features = [  # pinned, non-blocking copies (tokenize.to_device): the host does not wait for the GPU here
-            {"input_ids": to_device(ids, self.device), "attention_mask": to_device(mask, self.device)}
+            {"input_ids": to_device(ids, run.device), "attention_mask": to_device(mask, run.device)}
             for ids, mask in (source, target)
         ]
         self.encoded.clear()
@@ -169,15 +122,32 @@ class TsdaeTrainer(Trainer):
         self.encoded.clear()
         return loss + self.nm_weight * info_nce(queries, keys, scale=1.0 / self.temperature)
 
-    def info(self) -> dict:
+    def describe(self, run: ObjectiveRun) -> str:
+        config = run.config
+        return (
+            f"tsdae{f' + {self.nm_weight:g} x Noise Matching' if self.nm_weight else ''}: {run.base_model} on "
+            f"{count(len(run.data), 'sentence')} ({config.pooling} pooling, {self.deletion:.0%} of words deleted, "
+            f"lr {config.lr:g} constant, batch {config.batch_size}, {count(run.total_steps, 'step')}, seed {config.seed}"
+        )
+
+    def state_document(self) -> dict:
+        return self.settings()  # the state keeps tsdae's settings as its extra document (as it always has)
+
+    def record(self, run: ObjectiveRun) -> dict:
         return {
-            **self.run_info(),
             "kind": "tsdae",
-            "pooling": self.config.pooling,
-            "train_pooling": self.config.pooling,
-            "sentences": str(self.dictionary.resolve()),
-            "training_sentences": len(self.data),
+            "pooling": run.config.pooling,
+            "train_pooling": run.config.pooling,
+            "sentences": str(run.dictionary.resolve()),
+            "training_sentences": len(run.data),
             **self.settings(),
-            "split": self.split if self.dictionary.suffix.lower() == ".jsonl" else None,
-            "kept_step": self.step,
+            "split": self.split if run.dictionary.suffix.lower() == ".jsonl" else None,
+            "kept_step": run.step,
         }
+
+
+class TsdaeTrainer(ObjectiveRun):
+    """A TSDAE run by its settings (:class:`Tsdae` in :class:`ObjectiveRun`)."""
+
+    def __init__(self, sentences: Path, base_model: Path, config: TrainConfig, *settings, **nm):
+        super().__init__(Tsdae(*settings, **nm), sentences, base_model, config)

@@ -1,0 +1,221 @@
+"""Objectives that plug into the training loop: one module and one registration each (issue 57).
+
+An :class:`Objective` says only what is its own: its settings (recorded in ``defsent.json`` and the resumable
+state, and required equal on ``--resume``), how it reads its data, the modules it trains beside the encoder
+(a decoder, a head: their parameters join the optimiser, their weights the state, with nothing else to write),
+the loss of a batch, the run's one-line description and what it adds to the checkpoint record. Everything
+else is :class:`ObjectiveRun`'s, once for every objective: the checks of :class:`TrainConfig`, the seeds, the
+model and its pooling and token limit, the optimiser over the encoder and the objective's modules, and then
+:class:`loop.Loop`'s loop (schedule, precision, DDP weighting, clipping, logging, dev evaluation,
+keep-best, state save and resume) and ``run.fit``'s checkpoint folder.
+
+    @register
+    class Reconstruct(Objective):
+        name = kind = "reconstruct"
+        def setup(self, run): self.decoder = torch.nn.Linear(run.loaded.dim, run.loaded.dim)
+        def modules(self): return {"decoder": self.decoder}
+        def loss(self, run, index): ...
+
+    run.objective_fit(OBJECTIVES["reconstruct"](), sentences, model, output, config)
+
+The model sentence-transformers gives a loss (``forward(features, labels)``, its own weights trained with the
+model's), with the run's state and record on top. ``tsdae.py`` is one (TSDAE, + Noise Matching).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from .. import distributed
+from ..encoder.models import load_model
+from ..encoder.pooling import get_pooling
+from ..errors import DefsentError
+from ..evaluation.criteria import Criterion
+from .config import TrainConfig
+from .loop import Loop
+
+#: Every registered objective by its name (:func:`register`).
+OBJECTIVES: dict[str, type[Objective]] = {}
+
+
+def register(cls: type[Objective]) -> type[Objective]:
+    """Make an objective known by its ``name`` (a class decorator: the one registration an objective needs)."""
+    if cls.name in OBJECTIVES and OBJECTIVES[cls.name] is not cls:
+        raise ValueError(f"objective {cls.name!r} is registered twice")
+    OBJECTIVES[cls.name] = cls
+    return cls
+
+
+class Objective:
+    """What one kind of training adds to the loop; subclass, fill in, :func:`register`."""
+
+    name: ClassVar[str] = ""
+    #: ``defsent.json``'s ``kind``
+    kind: ClassVar[str] = ""
+    #: how the command line names the data file, in resume's messages
+    data_argument: ClassVar[str] = "SENTENCES"
+    #: refuse torchrun (the objective's loss does not weight a share of the global batch)
+    one_process: ClassVar[bool] = False
+    #: the checkpoint is a sentence-transformers bi-encoder folder
+    sentence_transformer: ClassVar[bool] = True
+
+    def settings(self) -> dict:
+        """The objective's own settings: recorded, and required equal on ``--resume``."""
+        return {}
+
+    def check(self, config: TrainConfig) -> None:
+        """Refuse settings that cannot run (one-line :class:`DefsentError`), before anything loads."""
+
+    def read(self, path: Path, config: TrainConfig):
+        """The training items of ``path``, read and checked before the model loads (handed to :meth:`setup`)."""
+        return None
+
+    def setup(self, run: ObjectiveRun, items) -> None:
+        """Build what the objective trains beside the encoder and set ``run.data`` (its ``len`` and ``token_ids``
+        give the batches); may replace ``run.model`` (the encoder the checkpoint keeps). Torch's generator is
+        seeded before: draw from it here, in a fixed order."""
+        raise NotImplementedError
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        """The modules that train beside the encoder, by name: their parameters (those not the encoder's) join the
+        optimiser and the clipping, their weights the resumable state (``name.key``); train mode with the model."""
+        return {}
+
+    def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
+        """The mean loss over the items ``index`` (this process's share of the global batch)."""
+        raise NotImplementedError
+
+    def describe(self, run: ObjectiveRun) -> str:
+        """The run in one line, for the start-of-training note."""
+        return f"{self.name}: {run.base_model}"
+
+    def record(self, run: ObjectiveRun) -> dict:
+        """What ``defsent.json`` records beside the loop's :meth:`Loop.run_info`, ``kind`` first."""
+        return {
+            "kind": self.kind,
+            "pooling": run.config.pooling,
+            "train_pooling": run.config.pooling,
+            "sentences": str(run.dictionary.resolve()),
+            **self.settings(),
+            **run._dev_info(),
+        }
+
+    def state_document(self) -> dict:
+        """The JSON the resumable state keeps beside the modules' weights (their settings are kept anyway)."""
+        return {}
+
+    def files(self, work_dir: Path) -> dict[str, Path]:
+        """Files the checkpoint folder gets beside the model and the loss log (written into ``work_dir``)."""
+        return {}
+
+
+class ObjectiveRun(Loop):
+    """The loop of :class:`loop.Loop` for any :class:`Objective`: set-up once, the objective's parts plugged in."""
+
+    def __init__(self, objective: Objective, data: Path, base_model: Path, config: TrainConfig):
+        self.objective = objective
+        self.config = config.validate()
+        objective.check(config)
+        self.dictionary, self.base_model = Path(data), Path(base_model)
+        items = objective.read(self.dictionary, config)
+        self.rank, self.world = distributed.rank(), distributed.world()
+        if objective.one_process and self.world > 1:
+            raise DefsentError(f"defsent {objective.name} runs in one process (not under torchrun)")
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        self.loaded = load_model(base_model, distributed.local_device(config.device))
+        self.device, self.model = self.loaded.device, self.loaded.model
+        self.sentence_transformer = objective.sentence_transformer
+        self.max_length = self.loaded.token_limit(config.max_length)
+        self.pool = get_pooling(config.pooling)
+        objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
+        self.loaded.model = self.model
+        self.net: torch.nn.Module = self.model
+        self._start(self._optimizer())
+        if self.world > 1:
+            torch.manual_seed(config.seed + 1_000_003 * self.rank)
+
+    @property
+    def data_argument(self) -> str:  # type: ignore[override]
+        return self.objective.data_argument
+
+    def _own(self) -> dict[str, dict[str, torch.Tensor]]:
+        """Each module's weights that are not the encoder's (a tied decoder shares its embeddings)."""
+        shared = {p.data_ptr() for p in self.model.parameters()}
+        return {
+            name: {k: v for k, v in module.state_dict().items() if v.data_ptr() not in shared}
+            for name, module in self.objective.modules().items()
+        }
+
+    def trained(self) -> list[torch.nn.Parameter]:
+        """The encoder's parameters, then the objective's modules' own, each once (the optimiser's order)."""
+        seen: set[int] = set()
+        params = []
+        for module in (self.model, *self.objective.modules().values()):
+            for p in module.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    params.append(p)
+        return params
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        config = self.config
+        params = [p for p in self.trained() if p.requires_grad]
+        return torch.optim.AdamW(
+            params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
+        )
+
+    def clipped(self):
+        return self.trained()
+
+    def train_mode(self) -> None:
+        self.model.train()
+        for module in self.objective.modules().values():
+            module.train()
+
+    def loss_on(self, index: np.ndarray) -> torch.Tensor:
+        return self.objective.loss(self, index)
+
+    def track_dev(self, criterion: Criterion) -> None:
+        if self.config.eval_every:
+            from .dev_eval import DevTracker
+
+            self.loaded.source = "defsent"
+            self.loaded.info = {"train_pooling": self.config.pooling, "head": "none"}
+            self.dev = DevTracker(criterion.prepare(), self.config.pooling, self.config.kept)
+
+    def describe(self) -> str:
+        return self.objective.describe(self)
+
+    def settings(self) -> dict:
+        return self.objective.settings()
+
+    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
+        doc, tensors = self.objective.state_document(), {}
+        for name, weights in self._own().items():
+            tensors.update({f"{name}.{k}": v for k, v in weights.items()})
+        if self.dev is not None:
+            dev, best = self.dev.state()
+            doc = {**doc, "dev": dev}
+            tensors.update({f"best.{k}": v for k, v in best.items()})
+        return doc, tensors
+
+    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
+        # the settings were compared with the saved run's before (state.check_resume)
+        for name, module in self.objective.modules().items():
+            weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
+            module.load_state_dict(weights, strict=False)
+        if self.dev is not None:
+            best = {k.removeprefix("best."): v for k, v in tensors.items() if k.startswith("best.")}
+            self.dev.restore(extra.get("dev", {}), best)
+
+    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
+        return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}
+
+    def info(self) -> dict:
+        return {**self.run_info(), **self.objective.record(self)}
