@@ -273,3 +273,14 @@ def test_lookup_says_its_scores_are_dot_products(cli, tiny_bert, tiny_dict, tmp_
     vectors, _ = _bank(bank)
     query = _vectors(cli, "-m", tiny_bert, "--pooling", "cls", input="an animal that barks\n")[0]
     assert row["results"][0]["score"] == pytest.approx(float(np.max(vectors @ query)), abs=1e-4)
+
+
+def test_encode_refuses_raw_json_lines_without_field(cli, tiny_bert, tiny_dict):
+    result = cli("encode", "-m", tiny_bert, "-i", tiny_dict)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {tiny_dict}:1: is JSON Lines (a JSON object per line), and encoding the raw JSON means nothing: "
+        "pass --field NAME to encode one string field of each object"
+    )
+    braces = cli("encode", "-m", tiny_bert, input="{not json, a sentence in braces}\n")
+    assert braces.exit_code == 0, braces.stderr

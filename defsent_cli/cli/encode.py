@@ -85,6 +85,14 @@ def encode_command(
         if not texts:
             where = "stdin" if sources == ["-"] else ", ".join(sources)
             raise DefsentError(f"no sentences in {where}: nothing to encode")
+        if field is None and _is_json_object(texts[0]):
+            where = "<stdin>" if sources[0] == "-" else sources[0]
+            raise DefsentError(
+                "is JSON Lines (a JSON object per line), and encoding the raw JSON means nothing: pass --field NAME "
+                "to encode one string field of each object",
+                path=where,
+                line=1,
+            )
     loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):
@@ -104,6 +112,16 @@ def encode_command(
         f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)}; "
         f"{'normalised' if norm['normalized'] else 'not normalised'}: {norm['by']})"
     )
+
+
+def _is_json_object(text: str) -> bool:
+    """True for a line that is a JSON object (the first line of a JSONL file given without --field)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def register(app: typer.Typer) -> None:
