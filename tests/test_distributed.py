@@ -246,7 +246,22 @@ def test_distributed_embed_entries_equals_one_process(setup, tmp_path):
     from defsent_cli.formats.bank import read_bank
 
     out = tmp_path / "bank.h5"
-    run = _run([*TORCHRUN, "embed-entries", setup["dictionary"], "-m", setup["model"], "-b", "3", "-o", out, *CPU])
+    run = _run(
+        [
+            *TORCHRUN,
+            "embed-entries",
+            setup["dictionary"],
+            "-m",
+            setup["model"],
+            "-b",
+            "3",
+            "--pool",
+            "mean",
+            "-o",
+            out,
+            *CPU,
+        ]
+    )
     assert run.returncode == 0, run.stderr.decode()
     assert run.stderr.decode().count("wrote ") == 1
     ours, theirs = read_bank(out), read_bank(setup["bank"])

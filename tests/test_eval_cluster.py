@@ -156,7 +156,7 @@ def test_cli_clusters_a_sentence_transformers_folder_on_unit_vectors(
         "default": ["-m", tiny_st],
         "raw": ["-m", tiny_st, "--no-normalize"],
         "raw+l2": ["-m", tiny_st, "--no-normalize", "--post", "l2"],
-        "plain": ["-m", tiny_bert],
+        "plain": ["-m", tiny_bert, "--pooling", "mean"],  # the ST folder pools mean; a plain BERT, CLS
     }.items():
         out = tmp_path / f"{name}.json"
         norms.clear()

@@ -185,7 +185,7 @@ def test_embed_entries_pool_kind_and_stdin(cli, tiny_dict, tiny_bert, tiny_st, t
     result = cli("embed-entries", "-m", tiny_bert, "--kind", "AC", "--pool", "mean", "-o", tmp_path / "x.h5")
     assert result.exit_code == 2 and "disagree" in result.stderr
     bad = cli("embed-entries", "-m", tiny_bert, "-o", tmp_path / "y.h5", input='{"entry": "x"}\n')
-    assert bad.exit_code == 2 and "\nerror: <stdin>:1: " in bad.stderr, bad.stderr
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: <stdin>:1: "), bad.stderr
     assert not (tmp_path / "y.h5").exists()
 
 

@@ -25,6 +25,7 @@ from defsent_cli.formats.bank import BANK_FORMAT, Bank, open_bank, write_bank
 TRAIN = ["--batch-size", "4", "--lr", "1e-2", "--adam-eps", "1", "--max-grad-norm", "1000", "--seed", "3"]
 TRAIN += ["--log-every", "1", "--save-every", "0", "--device", "cpu"]
 TRAIN += ["--eval-every", "3", "--eval-on", "dict-dev", "--keep", "last"]
+TRAIN += ["--pooling", "mean"]  # as the AMP bank below pools (a plain BERT would pool CLS)
 HALF = ["--bank-dtype", "float16", "--label-smoothing", "0.1"]
 
 
@@ -42,7 +43,9 @@ def runs(tmp_path_factory, tiny_bert) -> dict:
     dictionary = root / "dict.jsonl"
     dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
     bank = root / "bank.h5"
-    made = run_torchrun_test([*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank, "--device", "cpu"])
+    made = run_torchrun_test(
+        [*DEFSENT, "embed-entries", dictionary, "-m", model, "-o", bank, "--pool", "mean", "--device", "cpu"]
+    )
     assert made.returncode == 0, made.stderr.decode()
     args = ["train", dictionary, "--bank", bank, "-m", model, *TRAIN]
     out = {"root": root, "model": model, "dictionary": dictionary, "bank": bank, "args": args}
