@@ -214,12 +214,13 @@ def train_command(
 
     \b
     Examples:
-      defsent train dict.jsonl --bank bank.h5 --model BASE --pooling cls \\
-          --lr 5e-5 --seed 1 -o ckpt-1/
+      defsent train dict.jsonl --bank bank.h5 --seed 1 -o ckpt-1/
+      defsent train dict.jsonl --bank bank.h5 -m bert-base/ --lr 5e-5 -o ckpt-1/
       defsent train dict.jsonl --objective defsent -m bert-base/ -o defsent-1/
       defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o mlm/
 
-    --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant,
+    Pooling and head follow the model (its own pooling, CLS for a plain BERT; no head where its pooler is
+    untrained); --pooling and --pooler choose. --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant,
     no clipping).
     Runs unchanged under torchrun --nproc_per_node N (DDP): --batch-size stays the global batch;
     --shard-bank splits the bank's rows across the processes.
