@@ -735,3 +735,30 @@ def test_dictd_example_script(foldoc, tmp_path):
     written = rows(tmp_path / "out" / "foldoc-mini-person.jsonl")
     assert [r["entry"] for r in written] == ["hacker"]
     assert "per source" in done.stderr and "split" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text, first",
+    [
+        ("A language. It was designed in 1970.", "A language."),
+        ("A protocol, e.g. TCP. Used widely.", "A protocol, e.g. TCP."),
+        ("Named after J. Smith, its author. See also X.", "Named after J. Smith, its author."),
+        ("One sentence with no end", "One sentence with no end"),
+        ("Ends here.  (Not a new sentence?) Yes.", "Ends here."),
+        ("  spaced   out.   Second.", "spaced out."),
+    ],
+)
+def test_first_sentence_cuts_at_the_first_real_sentence_end(text, first):
+    from defsent_cli.dictionary.text import first_sentence
+
+    assert first_sentence(text) == first
+
+
+def test_build_dict_first_sentence_option(cli, tmp_path):
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("lisp\tA programming language. It has many parentheses.\nlisp\tA programming language.\n")
+    out = tmp_path / "d.jsonl"
+    result = cli("build-dict", tsv, "--first-sentence", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows == [{"entry": "lisp", "definitions": ["A programming language."], "sources": ["d"], "split": "train"}]

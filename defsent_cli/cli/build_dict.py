@@ -69,6 +69,14 @@ def build_dict(
             show_default=False,
         ),
     ] = None,
+    first_sentence: Annotated[
+        bool,
+        typer.Option(
+            "--first-sentence",
+            help="Cut each definition to its first sentence (FOLDOC's and GCIDE's definitions are often paragraphs "
+            "whose first sentence defines).",
+        ),
+    ] = False,
     single_token: Annotated[
         Path | None,
         typer.Option("--single-token", help="Keep only entries that are one token for this model folder's tokenizer."),
@@ -116,6 +124,7 @@ def build_dict(
         fractions=parse_fractions(split) if split is not None else None,
         seed=seed,
         categories=tuple(category or ()),
+        first_sentence=first_sentence,
     )
     inputs = default_sources(wordnet, [(path, opt.value(fmt)) for path in sources or []])
     origins: dict[str, list[str]] = {}

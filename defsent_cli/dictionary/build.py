@@ -20,6 +20,7 @@ from ..errors import DefsentError
 from ..formats.dictionary import SPLITS, Entry
 from ..log import warn
 from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
+from .text import first_sentence
 
 
 def merge(items: Iterable[Item], lowercase: bool = False, origins: dict[str, list[str]] | None = None) -> list[Entry]:
@@ -230,6 +231,7 @@ class BuildSettings:
     fractions: tuple[float, float, float] | None = None  # --split
     seed: int = 42
     categories: tuple[str, ...] = ()  # --category: keep the definitions of these categories (FOLDOC's <tags>)
+    first_sentence: bool = False  # --first-sentence: cut each definition to its first sentence
 
 
 def default_sources(wordnet: Path | None, sources: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
@@ -301,6 +303,14 @@ class CategoryFilter:
             warn(f"--category does not apply to {', '.join(self.without)} (no categories): kept whole")
 
 
+def _first_sentence(item: Item) -> Item:
+    """The item with each definition cut to its first sentence (:func:`.text.first_sentence`)."""
+    if isinstance(item, Entry):
+        return dataclasses.replace(item, definitions=[first_sentence(d) for d in item.definitions])
+    entry, definition, source = item
+    return entry, first_sentence(definition), source
+
+
 def build_dictionary(
     inputs: Sequence[tuple[Path, str]],
     settings: BuildSettings,
@@ -310,7 +320,8 @@ def build_dictionary(
     """Read every source, merge case-insensitively, then filter, sample, cut and split (in that order).
 
     ``show_progress``: a bar on stderr counting the definitions read (None: on unless DEFSENT_NO_PROGRESS).
-    ``origins``: filled as :func:`merge` does (the source of each definition, for :func:`.stats.source_stats`).
+    ``settings.first_sentence`` cuts each definition to its first sentence as it is read (before duplicates are
+    dropped). ``origins``: filled as :func:`merge` does (the source of each definition, for :func:`.stats.source_stats`).
     """
     categories = CategoryFilter(settings.categories) if settings.categories else None
     with make_progress("definitions", show_progress) as progress:
@@ -324,7 +335,7 @@ def build_dictionary(
                 if categories is not None:
                     found = categories.apply(found, Path(path).name)
                 for item in found:
-                    yield item
+                    yield _first_sentence(item) if settings.first_sentence else item
                     read += len(item.definitions) if isinstance(item, Entry) else 1
                     if read >= 1000:  # the bar in steps, not per definition
                         progress.advance(task, read)

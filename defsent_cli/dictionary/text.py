@@ -14,3 +14,22 @@ _WHITESPACE = re.compile(r"\s+")
 def normalize_space(text: str) -> str:
     """Collapse runs of whitespace to one space and strip the ends."""
     return _WHITESPACE.sub(" ", text).strip()
+
+
+# a sentence ends at . ! ? followed by space and a capital, digit, quote or bracket, unless the word before the
+# point is a common abbreviation
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_ABBREVIATIONS = {"e.g.", "i.e.", "etc.", "cf.", "vs.", "mr.", "mrs.", "dr.", "st.", "no.", "esp.", "approx.", "fig."}
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a definition (``build-dict --first-sentence``): a FOLDOC or GCIDE definition is often a
+    paragraph whose first sentence defines and the rest explains. The text is kept whole where no sentence ends."""
+    text = normalize_space(text)
+    for match in _SENTENCE_END.finditer(text):
+        head = text[: match.start()]
+        last_word = head.rsplit(" ", 1)[-1].lower()
+        if last_word in _ABBREVIATIONS or (len(last_word) == 2 and last_word[0].isalpha()):  # "A." of a name
+            continue
+        return head
+    return text
