@@ -19,7 +19,12 @@ keep-best, state save and resume) and ``run.fit``'s checkpoint folder.
     run.objective_fit(OBJECTIVES["reconstruct"](), sentences, model, output, config)
 
 The model sentence-transformers gives a loss (``forward(features, labels)``, its own weights trained with the
-model's), with the run's state and record on top. ``tsdae.py`` is one (TSDAE, + Noise Matching).
+model's), with the run's state and record on top. ``tsdae.py`` is one (TSDAE, + Noise Matching), ``contrastive.py``
+another (SimCSE and Noise Matching, + MLM, under torchrun too): what it needs beyond the above is a few small hooks
+that any objective may use, each a no-op by default: :meth:`Objective.step_begin` (a draw for the whole global
+batch before the step: NM's damaged sentences, the same in every process), :meth:`Objective.param_groups` (a
+head's own learning rate), :attr:`Objective.clip_modules`, and ``run.net``, set by :meth:`Objective.setup` to the
+module DDP wraps when the modules take part in the forward pass (the model, pooling and head as one).
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ class Objective:
     one_process: ClassVar[bool] = False
     #: the checkpoint is a sentence-transformers bi-encoder folder
     sentence_transformer: ClassVar[bool] = True
+    #: the modules' gradients are clipped with the encoder's (else the encoder's alone, as simcse's MLP always was)
+    clip_modules: ClassVar[bool] = True
 
     def settings(self) -> dict:
         """The objective's own settings: recorded, and required equal on ``--resume``."""
@@ -77,8 +84,10 @@ class Objective:
 
     def setup(self, run: ObjectiveRun, items) -> None:
         """Build what the objective trains beside the encoder and set ``run.data`` (its ``len`` and ``token_ids``
-        give the batches); may replace ``run.model`` (the encoder the checkpoint keeps). Torch's generator is
-        seeded before: draw from it here, in a fixed order."""
+        give the batches); may replace ``run.model`` (the encoder the checkpoint keeps), and may set ``run.net``,
+        the module that DDP wraps under torchrun (default: ``run.model``), to one that holds the model and the
+        modules of the forward pass (their gradients are then averaged too). Torch's generator is seeded before:
+        draw from it here, in a fixed order."""
         raise NotImplementedError
 
     def modules(self) -> dict[str, torch.nn.Module]:
@@ -86,8 +95,19 @@ class Objective:
         optimiser and the clipping, their weights the resumable state (``name.key``); train mode with the model."""
         return {}
 
+    def param_groups(self, run: ObjectiveRun, encoder: list, modules: list) -> list[dict]:
+        """The optimiser's parameter groups of the trainable parameters, the encoder's and the modules' own
+        (default: one group, at ``--lr``)."""
+        return [{"params": encoder + modules}]
+
+    def step_begin(self, run: ObjectiveRun, index: np.ndarray) -> None:
+        """Before each optimiser step, with its WHOLE global batch ``index`` (the same in every process under
+        torchrun, before each takes its share): draw what the step needs for all of it, so that every process's
+        share is what one process would draw."""
+
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
-        """The mean loss over the items ``index`` (this process's share of the global batch)."""
+        """The mean loss over the items ``index`` (this process's share of the global batch; ``run.sizes``:
+        every process's share under torchrun, for a loss that gathers across them)."""
         raise NotImplementedError
 
     def describe(self, run: ObjectiveRun) -> str:
@@ -133,9 +153,11 @@ class ObjectiveRun(Loop):
         self.sentence_transformer = objective.sentence_transformer
         self.max_length = self.loaded.token_limit(config.max_length)
         self.pool = get_pooling(config.pooling)
+        self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
         objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
         self.loaded.model = self.model
-        self.net: torch.nn.Module = self.model
+        if self.net is None:
+            self.net = self.model
         self._start(self._optimizer())
         if self.world > 1:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
@@ -166,12 +188,20 @@ class ObjectiveRun(Loop):
     def _optimizer(self) -> torch.optim.Optimizer:
         config = self.config
         params = [p for p in self.trained() if p.requires_grad]
+        encoder = {id(p) for p in self.model.parameters()}
+        groups = self.objective.param_groups(
+            self, [p for p in params if id(p) in encoder], [p for p in params if id(p) not in encoder]
+        )
         return torch.optim.AdamW(
-            params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
+            groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
         )
 
     def clipped(self):
-        return self.trained()
+        return self.trained() if self.objective.clip_modules else self.model.parameters()
+
+    def train_step(self, index: np.ndarray) -> torch.Tensor:
+        self.objective.step_begin(self, index)  # the whole global batch, before each process takes its share
+        return super().train_step(index)
 
     def train_mode(self) -> None:
         self.model.train()
