@@ -25,6 +25,8 @@ that any objective may use, each a no-op by default: :meth:`Objective.step_begin
 batch before the step: NM's damaged sentences, the same in every process), :meth:`Objective.param_groups` (a
 head's own learning rate), :attr:`Objective.clip_modules`, and ``run.net``, set by :meth:`Objective.setup` to the
 module DDP wraps when the modules take part in the forward pass (the model, pooling and head as one).
+``pairs.py`` (``train-pairs``, ``teacher``) adds :meth:`Objective.model_options` (a Cross-Encoder's head),
+:meth:`Objective.criterion` (a teacher scored on its pair scores) and :attr:`Objective.best_prefix`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,13 @@ class Objective:
     sentence_transformer: ClassVar[bool] = True
     #: the modules' gradients are clipped with the encoder's (else the encoder's alone, as simcse's MLP always was)
     clip_modules: ClassVar[bool] = True
+    #: the prefix of the kept-best weights in the resumable state (train-pairs and teacher keep them bare, as always)
+    best_prefix: ClassVar[str] = "best."
+
+    def model_options(self) -> dict:
+        """Keyword arguments of ``encoder.models.load_model`` beyond the folder and the device (a Cross-Encoder's
+        ``regression_head``)."""
+        return {}
 
     def settings(self) -> dict:
         """The objective's own settings: recorded, and required equal on ``--resume``."""
@@ -99,6 +108,10 @@ class Objective:
         """The optimiser's parameter groups of the trainable parameters, the encoder's and the modules' own
         (default: one group, at ``--lr``)."""
         return [{"params": encoder + modules}]
+
+    def criterion(self, run: ObjectiveRun, criterion: Criterion):
+        """The dev criterion of ``--eval-every`` as this objective's model is scored on it (a teacher scores pairs)."""
+        return criterion
 
     def step_begin(self, run: ObjectiveRun, index: np.ndarray) -> None:
         """Before each optimiser step, with its WHOLE global batch ``index`` (the same in every process under
@@ -148,7 +161,7 @@ class ObjectiveRun(Loop):
             raise DefsentError(f"defsent {objective.name} runs in one process (not under torchrun)")
         torch.manual_seed(config.seed)
         random.seed(config.seed)
-        self.loaded = load_model(base_model, distributed.local_device(config.device))
+        self.loaded = load_model(base_model, distributed.local_device(config.device), **objective.model_options())
         self.device, self.model = self.loaded.device, self.loaded.model
         self.sentence_transformer = objective.sentence_transformer
         self.max_length = self.loaded.token_limit(config.max_length)
@@ -217,6 +230,7 @@ class ObjectiveRun(Loop):
 
             self.loaded.source = "defsent"
             self.loaded.info = {"train_pooling": self.config.pooling, "head": "none"}
+            criterion = self.objective.criterion(self, criterion)
             self.dev = DevTracker(criterion.prepare(), self.config.pooling, self.config.kept)
 
     def describe(self) -> str:
@@ -232,7 +246,7 @@ class ObjectiveRun(Loop):
         if self.dev is not None:
             dev, best = self.dev.state()
             doc = {**doc, "dev": dev}
-            tensors.update({f"best.{k}": v for k, v in best.items()})
+            tensors.update({f"{self.objective.best_prefix}{k}": v for k, v in best.items()})
         return doc, tensors
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
@@ -241,7 +255,10 @@ class ObjectiveRun(Loop):
             weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
             module.load_state_dict(weights, strict=False)
         if self.dev is not None:
-            best = {k.removeprefix("best."): v for k, v in tensors.items() if k.startswith("best.")}
+            prefix, own = self.objective.best_prefix, tuple(f"{name}." for name in self.objective.modules())
+            best = {
+                k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)
+            }
             self.dev.restore(extra.get("dev", {}), best)
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:

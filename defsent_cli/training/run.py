@@ -185,20 +185,15 @@ def pairs(
     max_score: float = 5.0,
     teacher: dict | None = None,
 ) -> dict:
-    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`PairsTrainer`), or with ``teacher``
-    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`TeacherTrainer`); writes the model.
+    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`pairs.Pairs`), or with ``teacher``
+    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`teachers.Teacher`); writes the model.
     ``config.eval_every="epoch"``: scored on ``config.eval_on`` after every epoch (the thesis's protocol)."""
-    from .pairs import PairsTrainer
-    from .teachers import TeacherTrainer
+    from .pairs import Pairs
+    from .teachers import Teacher
 
     if teacher and config.eval_every and config.eval_on == "sts-avg":
         raise DefsentError(
             "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
         )
-    output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data, show_progress)
-    if teacher is not None:
-        trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
-    else:
-        trainer = PairsTrainer(pairs_file, base_model, config, loss, max_score)
-    return fit(_tracking(trainer, criterion), output, work_dir, resume, force, show_progress)
+    objective = Teacher(max_score=max_score, **teacher) if teacher is not None else Pairs(loss, max_score)
+    return objective_fit(objective, pairs_file, base_model, output, config, resume, force, show_progress, data)
