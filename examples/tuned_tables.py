@@ -6,7 +6,8 @@
 
 Reads OUT/<row>-sts.json (test STS, 'all'), OUT/<row>-dev.json (STS-B dev, SICK-R trial), OUT/<row>-dict.json
 (reverse dictionary, held-out test entries), OUT/<row>-cluster.json and -senteval.json (clustering accuracy and
-NMI, the transfer average: columns shown when any row has them), the checkpoints' defsent.json (kept step, alpha) and
+NMI, the transfer average: columns shown when any row has them; --sets stackoverflow,... adds each named set's
+accuracy and NMI), the checkpoints' defsent.json (kept step, alpha) and
 OUT/times.tsv; prints Markdown. The tables select nothing; --choose selects on the dev composite only
 (the mean of STS-B dev and SICK-R trial), never on test scores.
 """
@@ -43,6 +44,8 @@ def scores(out: Path, name: str) -> dict | None:
     cluster, senteval = load(out / f"{name}-cluster.json"), load(out / f"{name}-senteval.json")
     if cluster is not None:  # eval-cluster: mean over the sets of the mean over the k-means runs
         row["cluster acc"], row["cluster NMI"] = cluster["average"]["acc"], cluster["average"]["nmi"]
+        for name, task in cluster.get("tasks", {}).items():  # and each set's (the columns of --sets)
+            row[f"{name} acc"], row[f"{name} NMI"] = task["acc"], task["nmi"]
     if senteval is not None:  # eval-senteval: the transfer tasks' average accuracy
         row["transfer"] = senteval["average"]["acc"]
     words = load(out / f"{name}-words.json")  # DefSent's word prediction over the vocabulary (variant defsent)
@@ -115,6 +118,7 @@ def main() -> None:
     parser.add_argument("--order", default="author,plain,cosine,smooth,lpft,cosine-lpft,cosine-long")
     parser.add_argument("--choose", action="store_true", help="print the dev-chosen recipe's best seed folder")
     parser.add_argument("--words", action="store_true", help="add DefSent's word-prediction columns")
+    parser.add_argument("--sets", default="", help="clustering sets whose accuracy and NMI get their own columns")
     args = parser.parse_args()
     out = args.out
     if args.choose:
@@ -125,6 +129,7 @@ def main() -> None:
         columns += ["word MRR@10", "word top-1", "word top-10"]
     # the clustering and transfer columns, when any model has those results (examples/contrastive.sh EVALS)
     columns += [c for kind, cs in MORE.items() if next(out.rglob(f"*-{kind}.json"), None) for c in cs]
+    columns += [f"{name} {metric}" for name in filter(None, args.sets.split(",")) for metric in ("acc", "NMI")]
     digits = {"MRR": 3, "word MRR@10": 3, "word top-1": 3, "word top-10": 3}
     print("| model | seeds | " + " | ".join(columns) + " | kept step / alpha |")
     print("|---|---|" + "---|" * (len(columns) + 1))

@@ -130,6 +130,7 @@ def test_pst_stops_at_the_first_failure_and_shows_it(tiny_dict, tmp_path):
         "contrastive.sh",
         "augsbert.sh",
         "stsb_pairs.sh",
+        "domain.sh",
     ],
 )
 def test_scripts_explain_themselves_with_help(script, tmp_path):
@@ -455,6 +456,7 @@ EMPTY_MEANS_EMPTY = {
     "more_evals.sh": ["ROWS", "EVALS"],
     "results.sh": ["SENTEVAL", "RECIPE", "MERGE"],
     "tuned.sh": ["SEEDS", "MERGE", "LIMIT"],
+    "domain.sh": ["SEEDS", "EVALS", "MERGE"],
 }
 
 
@@ -584,6 +586,15 @@ def test_tuned_tables_adds_clustering_and_transfer_columns_as_mean_and_sd(tmp_pa
     _, rows = table("wiki/simcse")
     cls = rows["base, CLS pooling"]
     assert (cls[col["Avg."]], cls[col["cluster acc"]], cls[col["transfer"]]) == ("65.00", "55.00", "-")
+    # --sets: each named clustering set's accuracy and NMI in its own columns, mean ± sd over the seeds
+    for name, nmi in (("base/base", 68.0), ("wiki/simcse/seed-1", 69.0), ("wiki/simcse/seed-2", 70.0)):
+        tasks = {"stackoverflow": {"acc": nmi - 1, "nmi": nmi}, "tweet": {"acc": 1.0, "nmi": 2.0}}
+        (tmp_path / f"{name}-cluster.json").write_text(json.dumps({"average": {"acc": 0, "nmi": 0}, "tasks": tasks}))
+    lines = run_table("tuned_tables.py", tmp_path, "--order", "wiki/simcse", "--sets", "stackoverflow").splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[-3:] == ["stackoverflow acc", "stackoverflow NMI", "kept step / alpha"] and "tweet NMI" not in header
+    rows = {line.split(" | ")[0].lstrip("| "): [c.strip() for c in line.strip("|").split("|")] for line in lines[2:]}
+    assert rows["wiki/simcse"][-3:-1] == ["68.50 ± 0.71", "69.50 ± 0.71"] and rows["base"][-3:-1] == ["67.00", "68.00"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
@@ -610,4 +621,77 @@ def test_contrastive_cls_method_with_clustering_on_a_tiny_model(tiny_bert, more,
     sentences = (out / "wiki.txt").read_text().splitlines()  # headings and "Ok ." (too short) left out
     assert sentences[0] == "The dog runs fast ." and sentences[-1] == "Is this a question ?" and len(sentences) == 5
     again = run_script("contrastive.sh", out, "wiki", data=more, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
+
+
+def foldoc_blocks(n: int) -> list[tuple[list[str], str]]:
+    """``n`` FOLDOC-style blocks: a term, its category tag, a definition of two sentences, a date."""
+    words = ["cache", "kernel", "packet", "thread", "socket", "compiler", "buffer", "router", "shell", "parser"]
+    blocks = []
+    for i in range(n):
+        term = f"{words[i % len(words)]} {i}"
+        category = ("programming", "networking")[i % 2]
+        blocks.append(
+            (
+                [term],
+                f"{term}\n\n   <{category}> A {words[(i + 3) % len(words)]} that holds the {words[i % len(words)]} "
+                f"of a program. It is used by the {words[(i + 5) % len(words)]}.\n\n   (2001-01-0{1 + i % 9})\n\n",
+            )
+        )
+    return blocks
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
+def test_domain_glossary_with_wordnet_gloss_and_wise_ft_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
+    """examples/domain.sh's foldoc-wn: FOLDOC merged with a WordNet sample, trained for as many definitions as
+    FOLDOC alone has, FOLDOC's entries in the same splits as alone; the glossary's reverse dictionary asks the
+    same queries of the same candidates for every model; WiSE-FT of the dev-best seed only; a rerun skips it all."""
+    import json
+
+    from test_dictd import FOLDOC_SHORT, write_dictd
+    from test_dictionary import ADJ_LINES, LICENSE, NOUN_LINES
+
+    dictd = tmp_path / "dictd"
+    dictd.mkdir()
+    write_dictd(dictd, "foldoc", FOLDOC_SHORT, foldoc_blocks(40))
+    (more / "wordnet").mkdir()
+    (more / "wordnet" / "data.noun").write_text("\n".join(LICENSE + NOUN_LINES) + "\n")
+    (more / "wordnet" / "data.adj").write_text("\n".join(LICENSE + ADJ_LINES) + "\n")
+    env = {"SEEDS": "1 2", "EVALS": "dev gloss", "DICTD": str(dictd), "WN_SAMPLE": "3", "MODEL": str(tiny_bert)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "out"
+    result = run_script("domain.sh", out, "foldoc-wn", data=more, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    def entries(path: Path) -> list[dict]:
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    foldoc, merged = entries(out / "foldoc" / "dict.jsonl"), entries(out / "foldoc-wn" / "dict.jsonl")
+    assert len(foldoc) == 40 and len(merged) == 43  # + the three entries of the WordNet sample
+    split_of = {e["entry"]: e["split"] for e in merged}
+    assert all(split_of[e["entry"]] == e["split"] for e in foldoc)
+    assert all(d.endswith("of a program.") for e in foldoc for d in e["definitions"])  # --first-sentence
+    train = sum(len(e["definitions"]) for e in foldoc if e["split"] == "train")
+    merged_train = sum(len(e["definitions"]) for e in merged if e["split"] == "train")
+    info = json.loads((out / "foldoc-wn" / "seed-1" / "defsent.json").read_text())
+    assert info["training_definitions"] == train < merged_train  # --limit: FOLDOC's number, from both sources
+    tests = sum(len(e["definitions"]) for e in foldoc if e["split"] == "test")
+    for name in ("base/base", "foldoc-wn/seed-1", "foldoc-wn/seed-2"):
+        gloss = json.loads((out / f"{name}-dict.json").read_text())
+        assert (gloss["split"], gloss["n"], gloss["bank_entries"]) == ("test", tests, 40), name
+        assert json.loads((out / f"{name}-dict-dev.json").read_text())["split"] == "dev"
+    dev = {
+        seed: sum(
+            t["spearman"]
+            for t in json.loads((out / "foldoc-wn" / f"seed-{seed}-dev.json").read_text())["tasks"].values()
+        )
+        for seed in (1, 2)
+    }
+    best = max(dev, key=lambda seed: (dev[seed], -seed))
+    assert sorted(p.name for p in (out / "foldoc-wn").glob("wise-*") if p.is_dir()) == [f"wise-{best}"]
+    alpha = json.loads((out / "foldoc-wn" / f"wise-{best}" / "defsent.json").read_text())["alpha"]
+    assert 0 <= alpha <= 1 and (out / "foldoc-wn" / f"wise-{best}-dict.json").is_file()
+    again = run_script("domain.sh", out, "foldoc-wn", data=more, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
