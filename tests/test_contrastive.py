@@ -79,13 +79,14 @@ def test_info_nce_is_the_mean_cross_entropy_of_scaled_cosines():
 
 
 def _trainer(model: Path, sentences: Path, **settings):
-    from defsent_cli.training.contrastive import ContrastiveTrainer
+    from defsent_cli.training.contrastive import Contrastive
+    from defsent_cli.training.objective import ObjectiveRun
 
     # on the CPU whatever the machine has: the hand computation below runs the model on host tensors, in fp32
     config = TrainConfig(
         pooling="cls", lr=1e-3, batch_size=3, max_length=32, adam_eps=1e-8, batching="random", device="cpu"
     )
-    return ContrastiveTrainer(sentences, model, config, **settings)
+    return ObjectiveRun(Contrastive(**settings), sentences, model, config)
 
 
 def _cls(trainer, texts_or_ids) -> torch.Tensor:
@@ -103,7 +104,7 @@ def _cls(trainer, texts_or_ids) -> torch.Tensor:
 
 def test_simcse_loss_on_three_sentences_is_the_hand_computed_one(nodrop, sentences):
     trainer = _trainer(nodrop, sentences)
-    assert trainer.mlp and trainer.head.dense is not None  # CLS trains through a fresh MLP, as SimCSE
+    assert trainer.objective.mlp and trainer.head.dense is not None  # CLS trains through a fresh MLP, as SimCSE
     dense = trainer.head.dense
     assert float(dense.bias.detach().abs().max()) == 0 and 0.005 < float(dense.weight.detach().std()) < 0.04
     index = np.array([0, 4, 7])
@@ -113,7 +114,7 @@ def test_simcse_loss_on_three_sentences_is_the_hand_computed_one(nodrop, sentenc
         z = _cls(trainer, [trainer.data.token_ids[i] for i in index]).numpy()
     assert float(loss.detach()) == pytest.approx(_hand_info_nce(z, z, 20.0), rel=1e-5)
     # temperature 0.1 is scale 10
-    trainer.temperature = 0.1
+    trainer.objective.temperature = 0.1
     assert float(trainer.loss_on(index).detach()) == pytest.approx(_hand_info_nce(z, z, 10.0), rel=1e-5)
 
 
@@ -122,7 +123,7 @@ def test_noise_matching_loss_and_which_pass_gets_the_gradient(side, nodrop, sent
     trainer = _trainer(nodrop, sentences, objective="nm", stop_gradient=side)
     index = np.array([1, 3, 8])
     texts = [trainer.data.texts[i] for i in index]
-    trainer.damaged = dict(zip(index.tolist(), damage(texts, 0.6, seed=42, step=0), strict=True))
+    trainer.objective.damaged = dict(zip(index.tolist(), damage(texts, 0.6, seed=42, step=0), strict=True))
     passes: list[bool] = []  # whether each encoder pass builds a graph
     hook = trainer.model.register_forward_hook(lambda m, a, out: passes.append(out.last_hidden_state.requires_grad))
     trainer.train_mode()
@@ -134,7 +135,7 @@ def test_noise_matching_loss_and_which_pass_gets_the_gradient(side, nodrop, sent
     assert passes == ([False, True] if side != "none" else [True])  # the stop-gradient side runs without a graph
 
     q = _cls(trainer, [trainer.data.token_ids[i] for i in index])
-    k = _cls(trainer, [trainer.damaged[i] for i in index.tolist()])
+    k = _cls(trainer, [trainer.objective.damaged[i] for i in index.tolist()])
     assert float(loss.detach()) == pytest.approx(_hand_info_nce(q.detach().numpy(), k.detach().numpy(), 20.0), rel=1e-5)
     if side == "original":
         q = q.detach()
@@ -154,7 +155,7 @@ def test_noise_matching_damages_the_batch_as_tsdae_does(nodrop, sentences):
     trainer.train_step(index)
     rng = np.random.default_rng([42, 0])
     expected = [delete_words(trainer.data.texts[i], 0.6, rng) for i in index]
-    assert [trainer.damaged[i] for i in index.tolist()] == expected
+    assert [trainer.objective.damaged[i] for i in index.tolist()] == expected
     assert all(
         set(d.split()) <= set(trainer.data.texts[i].replace("-", " - ").split())
         for i, d in zip(index, expected, strict=True)

@@ -354,18 +354,18 @@ def test_tsdae_resume_with_other_settings_is_refused(cli, tiny_bert, tmp_path):
     args = ["tsdae", sentences, "-m", tiny_bert, "--batch-size", "2", "--save-every", "2", "-o", tmp_path / "o"]
     from defsent_cli.training import tsdae as module
 
-    original = module.TsdaeTrainer.loss_on
+    original = module.Tsdae.loss
 
-    def stop_at_three(self, index):
-        if self.step == 3:
+    def stop_at_three(self, run, index):
+        if run.step == 3:
             raise KeyboardInterrupt
-        return original(self, index)
+        return original(self, run, index)
 
-    module.TsdaeTrainer.loss_on = stop_at_three
+    module.Tsdae.loss = stop_at_three
     try:
         cli(*args)
     finally:
-        module.TsdaeTrainer.loss_on = original
+        module.Tsdae.loss = original
     assert (tmp_path / "o.partial" / "state.safetensors").exists()
     result = cli(*args, "--resume", "--deletion", "0.3")
     assert result.exit_code == 2 and "--deletion" in result.stderr, result.stderr

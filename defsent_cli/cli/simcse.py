@@ -108,7 +108,8 @@ def simcse_command(
     TSDAE + Noise Matching is defsent tsdae --nm-weight. Runs under torchrun --nproc_per_node N: --batch-size
     stays the global batch and the in-batch negatives are gathered from every process.
     """
-    from ..training.run import contrastive  # torch: imported by the command, not by --help
+    from ..training.contrastive import Contrastive  # torch: imported by the command, not by --help
+    from ..training.run import objective_fit
 
     nm = opt.value(objective) == "nm"
     warn_ineffective(
@@ -128,7 +129,16 @@ def simcse_command(
         mlm_probability=mlm_probability,
         **opt.loop_settings(locals()),
     ).validate()
-    info = contrastive(
+    contrastive = Contrastive(
+        objective=opt.value(objective),
+        split=opt.value(split),
+        mlp=mlp,
+        temperature=temperature,
+        deletion=deletion,
+        stop_gradient=opt.value(stop_gradient),
+    )
+    info = objective_fit(
+        contrastive,
         sentences,
         model,
         output,
@@ -137,12 +147,6 @@ def simcse_command(
         force=force,
         show_progress=show_progress,
         data=data,
-        objective=opt.value(objective),
-        split=opt.value(split),
-        mlp=mlp,
-        temperature=temperature,
-        deletion=deletion,
-        stop_gradient=opt.value(stop_gradient),
     )
     if distributed.is_main():
         kept = (

@@ -64,7 +64,8 @@ def tsdae_command(
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
     for embed-entries, train (as --model) and every eval-*.
     """
-    from ..training.run import tsdae  # torch: imported by the command, not by --help
+    from ..training.run import objective_fit  # torch: imported by the command, not by --help
+    from ..training.tsdae import Tsdae
 
     warn_ineffective(
         ctx,
@@ -91,18 +92,15 @@ def tsdae_command(
         precision=opt.value(precision),
         deterministic=deterministic,
     )
-    info = tsdae(
+    info = objective_fit(
+        Tsdae(deletion, opt.value(split), nm_weight=nm_weight, temperature=temperature),
         sentences,
         model,
         output,
         config,
-        deletion,
-        opt.value(split),
         resume=resume,
         force=force,
         show_progress=show_progress,
-        nm_weight=nm_weight,
-        temperature=temperature,
     )
     say(
         f"wrote {output}: {count(info['steps'], 'step')} on {count(info['training_sentences'], 'sentence')}, final loss {info['final_loss']}"

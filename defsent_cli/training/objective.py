@@ -19,7 +19,14 @@ keep-best, state save and resume) and ``run.fit``'s checkpoint folder.
     run.objective_fit(OBJECTIVES["reconstruct"](), sentences, model, output, config)
 
 The model sentence-transformers gives a loss (``forward(features, labels)``, its own weights trained with the
-model's), with the run's state and record on top. ``tsdae.py`` is one (TSDAE, + Noise Matching).
+model's), with the run's state and record on top. ``tsdae.py`` is one (TSDAE, + Noise Matching), ``contrastive.py``
+another (SimCSE and Noise Matching, + MLM, under torchrun too): what it needs beyond the above is a few small hooks
+that any objective may use, each a no-op by default: :meth:`Objective.step_begin` (a draw for the whole global
+batch before the step: NM's damaged sentences, the same in every process), :meth:`Objective.param_groups` (a
+head's own learning rate), :attr:`Objective.clip_modules`, and ``run.net``, set by :meth:`Objective.setup` to the
+module DDP wraps when the modules take part in the forward pass (the model, pooling and head as one).
+``pairs.py`` (``train-pairs``, ``teacher``) adds :meth:`Objective.model_options` (a Cross-Encoder's head),
+:meth:`Objective.criterion` (a teacher scored on its pair scores) and :attr:`Objective.best_prefix`.
 """
 
 from __future__ import annotations
@@ -63,6 +70,15 @@ class Objective:
     one_process: ClassVar[bool] = False
     #: the checkpoint is a sentence-transformers bi-encoder folder
     sentence_transformer: ClassVar[bool] = True
+    #: the modules' gradients are clipped with the encoder's (else the encoder's alone, as simcse's MLP always was)
+    clip_modules: ClassVar[bool] = True
+    #: the prefix of the kept-best weights in the resumable state (train-pairs and teacher keep them bare, as always)
+    best_prefix: ClassVar[str] = "best."
+
+    def model_options(self) -> dict:
+        """Keyword arguments of ``encoder.models.load_model`` beyond the folder and the device (a Cross-Encoder's
+        ``regression_head``)."""
+        return {}
 
     def settings(self) -> dict:
         """The objective's own settings: recorded, and required equal on ``--resume``."""
@@ -77,8 +93,10 @@ class Objective:
 
     def setup(self, run: ObjectiveRun, items) -> None:
         """Build what the objective trains beside the encoder and set ``run.data`` (its ``len`` and ``token_ids``
-        give the batches); may replace ``run.model`` (the encoder the checkpoint keeps). Torch's generator is
-        seeded before: draw from it here, in a fixed order."""
+        give the batches); may replace ``run.model`` (the encoder the checkpoint keeps), and may set ``run.net``,
+        the module that DDP wraps under torchrun (default: ``run.model``), to one that holds the model and the
+        modules of the forward pass (their gradients are then averaged too). Torch's generator is seeded before:
+        draw from it here, in a fixed order."""
         raise NotImplementedError
 
     def modules(self) -> dict[str, torch.nn.Module]:
@@ -86,8 +104,23 @@ class Objective:
         optimiser and the clipping, their weights the resumable state (``name.key``); train mode with the model."""
         return {}
 
+    def param_groups(self, run: ObjectiveRun, encoder: list, modules: list) -> list[dict]:
+        """The optimiser's parameter groups of the trainable parameters, the encoder's and the modules' own
+        (default: one group, at ``--lr``)."""
+        return [{"params": encoder + modules}]
+
+    def criterion(self, run: ObjectiveRun, criterion: Criterion):
+        """The dev criterion of ``--eval-every`` as this objective's model is scored on it (a teacher scores pairs)."""
+        return criterion
+
+    def step_begin(self, run: ObjectiveRun, index: np.ndarray) -> None:
+        """Before each optimiser step, with its WHOLE global batch ``index`` (the same in every process under
+        torchrun, before each takes its share): draw what the step needs for all of it, so that every process's
+        share is what one process would draw."""
+
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
-        """The mean loss over the items ``index`` (this process's share of the global batch)."""
+        """The mean loss over the items ``index`` (this process's share of the global batch; ``run.sizes``:
+        every process's share under torchrun, for a loss that gathers across them)."""
         raise NotImplementedError
 
     def describe(self, run: ObjectiveRun) -> str:
@@ -128,14 +161,16 @@ class ObjectiveRun(Loop):
             raise DefsentError(f"defsent {objective.name} runs in one process (not under torchrun)")
         torch.manual_seed(config.seed)
         random.seed(config.seed)
-        self.loaded = load_model(base_model, distributed.local_device(config.device))
+        self.loaded = load_model(base_model, distributed.local_device(config.device), **objective.model_options())
         self.device, self.model = self.loaded.device, self.loaded.model
         self.sentence_transformer = objective.sentence_transformer
         self.max_length = self.loaded.token_limit(config.max_length)
         self.pool = get_pooling(config.pooling)
+        self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
         objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
         self.loaded.model = self.model
-        self.net: torch.nn.Module = self.model
+        if self.net is None:
+            self.net = self.model
         self._start(self._optimizer())
         if self.world > 1:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
@@ -166,12 +201,20 @@ class ObjectiveRun(Loop):
     def _optimizer(self) -> torch.optim.Optimizer:
         config = self.config
         params = [p for p in self.trained() if p.requires_grad]
+        encoder = {id(p) for p in self.model.parameters()}
+        groups = self.objective.param_groups(
+            self, [p for p in params if id(p) in encoder], [p for p in params if id(p) not in encoder]
+        )
         return torch.optim.AdamW(
-            params, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
+            groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
         )
 
     def clipped(self):
-        return self.trained()
+        return self.trained() if self.objective.clip_modules else self.model.parameters()
+
+    def train_step(self, index: np.ndarray) -> torch.Tensor:
+        self.objective.step_begin(self, index)  # the whole global batch, before each process takes its share
+        return super().train_step(index)
 
     def train_mode(self) -> None:
         self.model.train()
@@ -187,6 +230,7 @@ class ObjectiveRun(Loop):
 
             self.loaded.source = "defsent"
             self.loaded.info = {"train_pooling": self.config.pooling, "head": "none"}
+            criterion = self.objective.criterion(self, criterion)
             self.dev = DevTracker(criterion.prepare(), self.config.pooling, self.config.kept)
 
     def describe(self) -> str:
@@ -202,7 +246,7 @@ class ObjectiveRun(Loop):
         if self.dev is not None:
             dev, best = self.dev.state()
             doc = {**doc, "dev": dev}
-            tensors.update({f"best.{k}": v for k, v in best.items()})
+            tensors.update({f"{self.objective.best_prefix}{k}": v for k, v in best.items()})
         return doc, tensors
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
@@ -211,7 +255,10 @@ class ObjectiveRun(Loop):
             weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
             module.load_state_dict(weights, strict=False)
         if self.dev is not None:
-            best = {k.removeprefix("best."): v for k, v in tensors.items() if k.startswith("best.")}
+            prefix, own = self.objective.best_prefix, tuple(f"{name}." for name in self.objective.modules())
+            best = {
+                k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)
+            }
             self.dev.restore(extra.get("dev", {}), best)
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:

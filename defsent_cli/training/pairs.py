@@ -14,14 +14,16 @@ Defaults are the thesis's (section 5.1, after BERT's authors): AdamW, lr 2e-5, w
 linear warm-up then linear decay, batch 16, three epochs, the model scored on STS-B dev after every epoch
 and the best epoch kept (``--eval-every``: by default one epoch's steps).
 
-Under torchrun ``cosine`` is a per-pair loss, so the usual weighting (``Trainer.train_step``) gives the
+Under torchrun ``cosine`` is a per-pair loss, so the usual weighting (``Loop.train_step``) gives the
 one-process gradient; ``cosent`` and ``angle`` compare every pair of the batch with every other, which
 a process holding part of the batch cannot, so they run in one process (a one-line error says so).
+
+The run is :class:`objective.ObjectiveRun`'s (issue 57): :class:`Pairs` is the objective (and the base of
+``teachers.Teacher``); ``run.net`` is :class:`trainer.TrainForward` (model and pooling as one module for DDP).
 """
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import numpy as np
@@ -29,17 +31,15 @@ import torch
 
 from .. import distributed
 from ..encoder.head import PoolerHead
-from ..encoder.models import load_model
-from ..encoder.pooling import get_pooling
 from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError, count
-from ..evaluation.criteria import Criterion
 from ..formats.dictionary import seeded_sample
 from ..formats.pairs import read_scored_pairs
 from .config import PAIR_LOSSES, TrainConfig
 from .data import TrainingData
-from .trainer import Trainer, TrainForward
+from .objective import Objective, ObjectiveRun, register
+from .trainer import TrainForward
 
 
 def pair_loss(name: str):
@@ -55,19 +55,27 @@ def pair_loss(name: str):
     raise DefsentError(f"--loss must be one of {', '.join(PAIR_LOSSES)}, not {name!r}")
 
 
-class PairsTrainer(Trainer):
-    """A bi-encoder regression run: the :class:`Trainer` loop, state and DDP on scored pairs."""
+@register
+class Pairs(Objective):
+    """A bi-encoder regression on scored pairs: cos(u, v) against the rescaled score."""
 
-    def __init__(
-        self, pairs: Path, base_model: Path, config: TrainConfig, loss: str = "cosine", max_score: float = 5.0
-    ):
-        self.config = config.validate()
+    name, kind = "train-pairs", "pairs"  # name: who learns from the pairs, for the messages
+    data_argument = "PAIRS"
+    best_prefix = ""  # the kept-best weights are bare in the state, as they have always been
+    freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
+
+    def __init__(self, loss: str = "cosine", max_score: float = 5.0):
         self.loss_name, self.max_score = loss, float(max_score)
-        self.dictionary, self.base_model, self.bank_path = Path(pairs), Path(base_model), None
-        found = read_scored_pairs(self.dictionary, self.max_score, self.command, getattr(self, "arch", None))
-        self.loss_fn = pair_loss(loss)  # sentence-transformers: imported once the pairs are known to be good
-        self.rank, self.world = distributed.rank(), distributed.world()
-        if self.world > 1 and loss != "cosine":
+
+    def settings(self) -> dict:
+        return {"loss": self.loss_name, "max_score": self.max_score}
+
+    def read(self, path: Path, config: TrainConfig) -> tuple[list[str], list[str], np.ndarray]:
+        """(first sentences, second sentences, scores in [0, 1]) of the kept pairs, checked for the loss."""
+        found = read_scored_pairs(path, self.max_score, self.name, getattr(self, "arch", None))
+        self.loss_fn = pair_loss(self.loss_name)  # sentence-transformers: imported once the pairs are known to be good
+        loss = self.loss_name
+        if distributed.world() > 1 and loss != "cosine":
             raise DefsentError(
                 f"--loss {loss} compares the pairs of a whole batch: run it in one process, or --loss cosine"
             )
@@ -85,84 +93,57 @@ class PairsTrainer(Trainer):
             raise DefsentError(
                 f"--loss {loss} learns from the order of the scores of the pairs in a batch, and {why}: the loss would "
                 "be 0 and nothing learned; use --batch-size 2 or more and pairs of different scores, or --loss cosine",
-                path=None if config.batch_size < 2 else pairs,
+                path=None if config.batch_size < 2 else path,
             )
-        torch.manual_seed(config.seed)
-        random.seed(config.seed)
-        self.loaded = load_model(base_model, distributed.local_device(config.device), self.regression_head)
-        self.device, self.model = self.loaded.device, self.loaded.model
-        self.pool = get_pooling(config.pooling)
-        self.max_length = self.loaded.token_limit(config.max_length)
-        tokenizer = self.loaded.tokenizer
+        return sent1, sent2, scores
+
+    def setup(self, run: ObjectiveRun, items) -> None:
+        sent1, sent2, scores = items
+        tokenizer = run.loaded.tokenizer
         # the batches are cut on the first sentences' lengths; the second sides travel with them
-        self.data = TrainingData(tokenize(sent1, tokenizer, self.pool, self.max_length), scores, 0, sent1)
-        self.second, self.texts2 = tokenize(sent2, tokenizer, self.pool, self.max_length), sent2
-        self.head, self.word_head, self.mlm = PoolerHead(None, "identity"), None, None
-        pooler = getattr(self.model, "pooler", None)
+        run.data = TrainingData(tokenize(sent1, tokenizer, run.pool, run.max_length), scores, 0, sent1)
+        self.second, self.texts2 = tokenize(sent2, tokenizer, run.pool, run.max_length), sent2
+        run.head = PoolerHead(None, "identity")
+        pooler = getattr(run.model, "pooler", None)
         if pooler is not None and self.freeze_pooler:  # in no loss here: frozen, it stays as it was
             pooler.requires_grad_(False)
-        self.n_bank, self.bank_attrs = 0, {}
-        self.net: torch.nn.Module = self.pair_net()
-        self._start(self._optimizer())
-        if self.world > 1:
-            torch.manual_seed(config.seed + 1_000_003 * self.rank)
+        run.net = self.pair_net(run)
 
-    command = "train-pairs"  # who learns from the pairs, for the messages
-    freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
-    regression_head = False  # the model that trains is the base model itself (a Cross-Encoder adds a head)
-
-    def pair_net(self) -> torch.nn.Module:
+    def pair_net(self, run: ObjectiveRun) -> torch.nn.Module:
         """Everything that trains, as the one module DDP wraps."""
-        return TrainForward(self.model, self.head, self.pool)
+        return TrainForward(run.model, run.head, run.pool)
 
-    data_argument = "PAIRS"
-
-    def settings(self) -> dict:
-        return {"loss": self.loss_name, "max_score": self.max_score}
-
-    def describe(self) -> str:
-        config = self.config
-        return (
-            f"train-pairs: {self.base_model} on {count(len(self.data), 'scored pair')} ({self.loss_name} loss, "
-            f"{config.pooling} pooling, lr {config.lr:g}, batch {config.batch_size}, {count(self.total_steps, 'step')}, "
-            f"seed {config.seed}"
-        )
-
-    def track_dev(self, criterion: Criterion) -> None:
-        super().track_dev(criterion)
-        self.loaded.info["head"] = "none"
-
-    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
-        return {"train_log.jsonl": work_dir / "log.jsonl"}
-
-    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        dev, best = super().extra_state()
-        return {"settings": self.settings(), "dev": dev}, best
-
-    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        # the settings were compared with the saved run's before (state.check_resume)
-        super().restore_extra_state(extra.get("dev", {}), tensors)
-
-    def loss_on(self, index: np.ndarray) -> torch.Tensor:
+    def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
         """The loss of cos(u, v) against the rescaled scores, both sides in one pass."""
-        ids = [self.data.token_ids[i] for i in index] + [self.second[i] for i in index]
-        input_ids, attention_mask = pad_batch(ids, padding_id(self.loaded.tokenizer))
+        ids = [run.data.token_ids[i] for i in index] + [self.second[i] for i in index]
+        input_ids, attention_mask = pad_batch(ids, padding_id(run.loaded.tokenizer))
         padded = has_padding(attention_mask)
-        reps = self.net(to_device(input_ids, self.device), to_device(attention_mask, self.device), padded=padded)
+        reps = run.net(to_device(input_ids, run.device), to_device(attention_mask, run.device), padded=padded)
         reps = reps.float()
-        labels = to_device(torch.from_numpy(self.data.labels[index]), self.device)
+        labels = to_device(torch.from_numpy(run.data.labels[index]), run.device)
         with torch.autocast(reps.device.type, enabled=False):
             return self.loss_fn.compute_loss_from_embeddings([reps[: len(index)], reps[len(index) :]], labels)
 
-    def info(self) -> dict:
+    def describe(self, run: ObjectiveRun) -> str:
+        config = run.config
+        return (
+            f"train-pairs: {run.base_model} on {count(len(run.data), 'scored pair')} ({self.loss_name} loss, "
+            f"{config.pooling} pooling, lr {config.lr:g}, batch {config.batch_size}, {count(run.total_steps, 'step')}, "
+            f"seed {config.seed}"
+        )
+
+    def record(self, run: ObjectiveRun) -> dict:
         return {
-            **self.run_info(),
-            "kind": "pairs",
-            "pooling": self.config.pooling,
-            "train_pooling": self.config.pooling,
+            "kind": self.kind,
+            "pooling": run.config.pooling,
+            "train_pooling": run.config.pooling,
             "head": "none",
-            "pairs": str(self.dictionary.resolve()),
-            "training_pairs": len(self.data),
+            "pairs": str(run.dictionary.resolve()),
+            "training_pairs": len(run.data),
             **self.settings(),
-            **self._dev_info(),
+            **run._dev_info(),
         }
+
+    def state_document(self) -> dict:
+        """The settings and the dev tracker's document (``run`` fills ``dev`` in when it tracks one)."""
+        return {"settings": self.settings(), "dev": {}}

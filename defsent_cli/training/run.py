@@ -1,7 +1,8 @@
 """Running a training to a checkpoint folder: the work folder, resuming, writing, cleaning up.
 
-:func:`train` (``defsent train``, one PST step), :func:`tsdae` (``defsent tsdae``) and :func:`contrastive`
-(``defsent simcse``) build their trainer and hand it to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
+:func:`train` (``defsent train``, one PST step), :func:`objective_fit` (any registered objective: ``defsent tsdae``,
+``defsent simcse``) and :func:`pairs` (``train-pairs``, ``teacher``) build their trainer and hand it to :func:`fit`,
+which owns ``OUTPUT.partial/`` and the checkpoint.
 """
 
 from __future__ import annotations
@@ -92,27 +93,6 @@ def train(
     )
 
 
-def tsdae(
-    sentences: Path,
-    base_model: Path,
-    output: Path,
-    config: TrainConfig,
-    deletion: float,
-    split: str = "train",
-    resume: bool = False,
-    force: bool = False,
-    show_progress: bool | None = None,
-    **nm,
-) -> dict:
-    """TSDAE on ``sentences`` (a text file, one per line, or a dictionary's definitions); writes the encoder.
-    ``nm``: ``nm_weight`` and ``temperature`` of TSDAE + Noise Matching."""
-    from .tsdae import TsdaeTrainer
-
-    output, work_dir = _work_dir(output, resume, force)
-    trainer = TsdaeTrainer(sentences, base_model, config, deletion, split, **nm)
-    return fit(trainer, output, work_dir, resume, force, show_progress)
-
-
 def objective_fit(
     objective,
     data_file: Path,
@@ -124,34 +104,14 @@ def objective_fit(
     show_progress: bool | None = None,
     data: Path | None = None,
 ) -> dict:
-    """Train any :class:`objective.Objective` on ``data_file`` and write the encoder; with ``config.eval_every`` it
-    is scored on a dev criterion as it trains (evaluation data under ``data``), as :func:`train`."""
+    """Train any :class:`objective.Objective` on ``data_file`` and write the encoder (``defsent tsdae``:
+    ``tsdae.Tsdae``, ``defsent simcse``: ``contrastive.Contrastive``); with ``config.eval_every`` it is scored on a
+    dev criterion as it trains (evaluation data under ``data``), as :func:`train`."""
     from .objective import ObjectiveRun
 
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data, show_progress)
     trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config), criterion)
-    return fit(trainer, output, work_dir, resume, force, show_progress)
-
-
-def contrastive(
-    sentences: Path,
-    base_model: Path,
-    output: Path,
-    config: TrainConfig,
-    resume: bool = False,
-    force: bool = False,
-    show_progress: bool | None = None,
-    data: Path | None = None,
-    **settings,
-) -> dict:
-    """SimCSE or Noise Matching on ``sentences`` (``settings``: see :class:`ContrastiveTrainer`); writes the
-    encoder. With ``config.eval_every`` it is scored on a dev criterion as it trains, as :func:`train`."""
-    from .contrastive import ContrastiveTrainer
-
-    output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data, show_progress)
-    trainer = _tracking(ContrastiveTrainer(sentences, base_model, config, **settings), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 
@@ -225,20 +185,15 @@ def pairs(
     max_score: float = 5.0,
     teacher: dict | None = None,
 ) -> dict:
-    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`PairsTrainer`), or with ``teacher``
-    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`TeacherTrainer`); writes the model.
+    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`pairs.Pairs`), or with ``teacher``
+    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`teachers.Teacher`); writes the model.
     ``config.eval_every="epoch"``: scored on ``config.eval_on`` after every epoch (the thesis's protocol)."""
-    from .pairs import PairsTrainer
-    from .teachers import TeacherTrainer
+    from .pairs import Pairs
+    from .teachers import Teacher
 
     if teacher and config.eval_every and config.eval_on == "sts-avg":
         raise DefsentError(
             "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
         )
-    output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data, show_progress)
-    if teacher is not None:
-        trainer = TeacherTrainer(pairs_file, base_model, config, max_score=max_score, **teacher)
-    else:
-        trainer = PairsTrainer(pairs_file, base_model, config, loss, max_score)
-    return fit(_tracking(trainer, criterion), output, work_dir, resume, force, show_progress)
+    objective = Teacher(max_score=max_score, **teacher) if teacher is not None else Pairs(loss, max_score)
+    return objective_fit(objective, pairs_file, base_model, output, config, resume, force, show_progress, data)

@@ -16,8 +16,8 @@ sections 4.1 and 5.2; Augmented SBERT, Thakur et al. 2021).
   which is the point of the CBE; [-1, 1] targets would put unrelated pairs at -1, where a bi-encoder trained on
   [0, 1] targets never puts them.
 
-Both train on the :class:`~defsent_cli.training.pairs.PairsTrainer` loop (its data, settings, resume,
-torchrun for the per-pair losses) and are scored on dev by the Spearman of their own pair scores against the
+Both are the :class:`~defsent_cli.training.pairs.Pairs` objective with another model and loss (its data,
+resume, torchrun for the per-pair losses) and are scored on dev by the Spearman of their own pair scores against the
 gold (:class:`PairScoreCriterion`), after every epoch by default, keeping the best. ``label`` writes the
 scores back in the gold scale (x ``max_score``, recorded in the teacher's ``defsent.json``).
 """
@@ -33,7 +33,8 @@ from ..encoder.encode import model_mask
 from ..encoder.tokenize import has_padding, on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError, count
-from .pairs import PairsTrainer
+from .objective import register
+from .pairs import Pairs
 
 ARCHES = ("ce", "cbe")
 
@@ -158,54 +159,54 @@ class PairScoreCriterion:
         return float(np.mean(values))
 
 
-class TeacherTrainer(PairsTrainer):
-    """A Cross-Encoder or Cross-Bi-Encoder trained on scored pairs: the PairsTrainer run, another model and loss."""
+@register
+class Teacher(Pairs):
+    """A Cross-Encoder or Cross-Bi-Encoder trained on scored pairs: the :class:`Pairs` objective, another model and
+    loss."""
 
-    def __init__(
-        self, pairs, base_model, config, arch: str = "ce", max_score: float = 5.0, special_tokens: bool = True
-    ):
-        if arch not in ARCHES:
-            raise DefsentError(f"--arch must be one of {', '.join(ARCHES)}, not {arch!r}")
-        self.arch, self.special_tokens, self.command = arch, special_tokens, "teacher"
+    name = kind = "teacher"
+
+    def __init__(self, arch: str = "ce", max_score: float = 5.0, special_tokens: bool = True):
+        super().__init__(loss="cosine", max_score=max_score)
+        self.arch, self.special_tokens = arch, special_tokens
         self.sentence_transformer = arch == "cbe"  # a CE folder is a sentence-transformers CrossEncoder instead
         self.freeze_pooler = arch == "cbe"  # the CE's classifier reads BERT's pooler
-        self.regression_head = arch == "ce"  # the CE: the encoder with a one-logit head on [CLS]
-        super().__init__(pairs, base_model, config, loss="cosine", max_score=max_score)
 
-    def pair_net(self) -> torch.nn.Module:
-        self.scorer = PairScorer(self.model, self.loaded.tokenizer, self.arch, self.max_length, self.special_tokens)
+    def check(self, config) -> None:
+        if self.arch not in ARCHES:
+            raise DefsentError(f"--arch must be one of {', '.join(ARCHES)}, not {self.arch!r}")
+
+    def model_options(self) -> dict:
+        return {"regression_head": self.arch == "ce"}  # the CE: the encoder with a one-logit head on [CLS]
+
+    def pair_net(self, run) -> torch.nn.Module:
+        self.scorer = PairScorer(run.model, run.loaded.tokenizer, self.arch, run.max_length, self.special_tokens)
         return TeacherForward(self.scorer)
 
     def settings(self) -> dict:
         return {"arch": self.arch, "max_score": self.max_score, "special_tokens": self.special_tokens}
 
-    def describe(self) -> str:
-        config = self.config
+    def describe(self, run) -> str:
+        config = run.config
         name = {"ce": "Cross-Encoder", "cbe": "Cross-Bi-Encoder"}[self.arch]
         return (
-            f"teacher ({name}): {self.base_model} on {count(len(self.data), 'scored pair')}, lr {config.lr:g}, "
-            f"batch {config.batch_size}, {count(self.total_steps, 'step')}, seed {config.seed}"
+            f"teacher ({name}): {run.base_model} on {count(len(run.data), 'scored pair')}, lr {config.lr:g}, "
+            f"batch {config.batch_size}, {count(run.total_steps, 'step')}, seed {config.seed}"
         )
 
-    def track_dev(self, criterion) -> None:
-        super().track_dev(PairScoreCriterion(criterion, self.scorer, self.device))
+    def criterion(self, run, criterion):
+        return PairScoreCriterion(criterion, self.scorer, run.device)
 
-    def loss_on(self, index: np.ndarray) -> torch.Tensor:
+    def loss(self, run, index: np.ndarray) -> torch.Tensor:
         """CE: binary cross-entropy of the logit against the rescaled score; CBE: the squared error of the cosine."""
-        batch = self.scorer.batch([self.data.texts[i] for i in index], [self.texts2[i] for i in index])
-        inputs, padded = self.scorer.device_batch(batch, self.device)
-        out = self.net(padded=padded, **inputs)
-        labels = to_device(torch.from_numpy(self.data.labels[index]), self.device)
+        batch = self.scorer.batch([run.data.texts[i] for i in index], [self.texts2[i] for i in index])
+        inputs, padded = self.scorer.device_batch(batch, run.device)
+        out = run.net(padded=padded, **inputs)
+        labels = to_device(torch.from_numpy(run.data.labels[index]), run.device)
         with torch.autocast(labels.device.type, enabled=False):
             if self.arch == "ce":
                 return torch.nn.functional.binary_cross_entropy_with_logits(out.float(), labels.float())
             return self.loss_fn.compute_loss_from_embeddings([out[0].float(), out[1].float()], labels)
-
-    def info(self) -> dict:
-        info = super().info()
-        info.update(kind="teacher", **self.settings())
-        info.pop("loss", None)
-        return info
 
 
 def load_teacher(folder: Path, device: str = "auto") -> tuple[PairScorer, dict, object]:

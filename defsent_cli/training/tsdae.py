@@ -144,10 +144,3 @@ class Tsdae(Objective):
             "split": self.split if run.dictionary.suffix.lower() == ".jsonl" else None,
             "kept_step": run.step,
         }
-
-
-class TsdaeTrainer(ObjectiveRun):
-    """A TSDAE run by its settings (:class:`Tsdae` in :class:`ObjectiveRun`)."""
-
-    def __init__(self, sentences: Path, base_model: Path, config: TrainConfig, *settings, **nm):
-        super().__init__(Tsdae(*settings, **nm), sentences, base_model, config)
