@@ -16,7 +16,7 @@ first, timed with the GPU synchronised, best of ``--repeats``, sentences/s inclu
 Every row reports max |difference| of its L2-normalised vectors from sentence-transformers fp32 at batch 32.
 
 Training, the same definitions against the same full bank (mean pooling, no head, lr 2e-5), steps timed
-after a warm-up, definitions/s: defsent's ``Trainer`` (fp32, and bf16 mixed precision) at batch 32 and
+after a warm-up, definitions/s: defsent's ``pst_step`` run (``training/definitions.py``) (fp32, and bf16 mixed precision) at batch 32 and
 256, and the plain loop of the GPU issue: random batches tokenised per batch, AutoModel, masked mean,
 ``F.cross_entropy(reps @ bank.T)``, fused AdamW, ``loss.item()`` each step, in fp32 (and bf16 autocast).
 
@@ -201,8 +201,8 @@ def bench_train(args, work: Path) -> list[dict]:
     from defsent_cli.encoder.onnx_runtime import use_runtime
     from defsent_cli.formats.bank import write_bank
     from defsent_cli.training.config import TrainConfig
+    from defsent_cli.training.definitions import pst_step
     from defsent_cli.training.entry_bank import build_bank
-    from defsent_cli.training.trainer import Trainer
 
     bank_path = work / "bank.h5"
     started = time.perf_counter()
@@ -220,7 +220,7 @@ def bench_train(args, work: Path) -> list[dict]:
                 pooling="mean", pooler="none", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
                 log_every=50, device=DEVICE, precision=precision,
             )  # fmt: skip
-            trainer = Trainer(args.dictionary, bank_path, Path(args.model), config)
+            trainer = pst_step(args.dictionary, bank_path, Path(args.model), config)
             for step in range(5):  # warm-up: allocator, cuBLAS handles, kernels chosen
                 trainer.train_step(trainer.schedule.batch(step))
             trainer.step = 5
@@ -234,7 +234,7 @@ def bench_train(args, work: Path) -> list[dict]:
                 {"loop": f"defsent {precision}", "batch": batch, "per_s": rate, "loss": trainer.log[-1]["loss"]}
             )
             print(f"  defsent Trainer {precision:<5} batch {batch:>4}: {rate:>8,.0f} definitions/s", flush=True)
-            texts, labels, bank = trainer.data.texts, trainer.data.labels, trainer.bank.float()
+            texts, labels, bank = trainer.data.texts, trainer.data.labels, trainer.objective.bank.float()
             del trainer
             empty_cache()
         for amp in (False, True):

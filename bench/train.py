@@ -3,7 +3,7 @@
     .venv/bin/python bench/train.py --dictionary wordnet.jsonl --bank wordnet-minilm-amp.h5 [--definitions 960]
 
 On the real MiniLM and a real WordNet bank (147k entries), one process, fp32 on CPU:
-- defsent:   ``Trainer`` (length-bucketed batches, one batch x entries matrix in the loss);
+- defsent:   ``pst_step`` (``training/definitions.py``) (length-bucketed batches, one batch x entries matrix in the loss);
 - plain:     random batches padded to their longest item, ``F.cross_entropy(reps @ bank.T)``;
 - reference: every definition padded to 141 tokens, as DefSent+'s GenerateEncoderInput.py.
 All three train a fresh copy from the same seed on the same random sample of definitions
@@ -39,7 +39,7 @@ def plain_loop(trainer, pad_to: int | None, seed: int) -> tuple[float, list[floa
     head = setup_pooler(model, "keep", loaded.transformer_dir, loaded.missing_keys, warn=False)
     tokenizer = loaded.tokenizer
     texts, labels = trainer.data.texts, trainer.data.labels
-    bank = trainer.bank
+    bank = trainer.objective.bank
     optimizer = torch.optim.AdamW(model.parameters(), lr=trainer.config.lr, eps=1e-6, weight_decay=0.0)
     order = np.random.default_rng(seed).permutation(len(texts))
     size = trainer.config.batch_size
@@ -82,14 +82,16 @@ def main() -> None:
     import torch
 
     from defsent_cli.training.config import TrainConfig
-    from defsent_cli.training.trainer import Trainer
+    from defsent_cli.training.definitions import pst_step
 
     config = TrainConfig(pooling="cls", pooler="keep", lr=2e-5, limit=args.definitions, seed=args.seed, save_every=0)
     config.device = "cpu"
-    trainer = Trainer(args.dictionary, args.bank, Path(minilm_path()), config)
+    trainer = pst_step(args.dictionary, args.bank, Path(minilm_path()), config)
     n = len(trainer.data.labels)
     print(f"model: all-MiniLM-L6-v2, torch {torch.__version__}, threads {torch.get_num_threads()}")
-    print(f"bank: {args.bank} ({trainer.n_bank:,} entries x {trainer.bank.shape[1]}), {n} definitions, batch 32")
+    print(
+        f"bank: {args.bank} ({trainer.objective.n_bank:,} entries x {trainer.objective.bank.shape[1]}), {n} definitions, batch 32"
+    )
     lengths = np.asarray([len(t) for t in trainer.data.token_ids])
     print(f"definition tokens: mean {lengths.mean():.1f}, max {lengths.max()}")
 
@@ -97,7 +99,7 @@ def main() -> None:
     # the bank's first pass from memory; without it the loop that runs first is penalised.
     warm_config = TrainConfig(pooling="cls", pooler="keep", lr=2e-5, limit=64, seed=args.seed, save_every=0)
     warm_config.device = "cpu"
-    warm = Trainer(args.dictionary, args.bank, Path(minilm_path()), warm_config)
+    warm = pst_step(args.dictionary, args.bank, Path(minilm_path()), warm_config)
     with tempfile.TemporaryDirectory() as work:
         warm.run(Path(work), show_progress=False)
     plain_loop(warm, None, args.seed)

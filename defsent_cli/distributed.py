@@ -360,7 +360,7 @@ def all_gather_batch(local: Any, sizes: Sequence[int], mine_first: bool = True) 
     (``mine_first=False``: all in rank order, i.e. the global batch's own order, the same on every rank).
 
     ``local`` holds this rank's ``sizes[rank]`` rows (one placeholder row on a rank that holds none, see
-    ``Trainer.train_step``); ``sizes`` every rank's count (:func:`shard_sizes`). The ranks pad to the same
+    ``Loop.train_step``); ``sizes`` every rank's count (:func:`shard_sizes`). The ranks pad to the same
     number of rows (a collective needs equal shapes) and the padding is cut off again. The gather carries
     gradients (:func:`_gather_rows`): each row's gradients from every rank are summed on the rank the row came
     from. In one process, ``local`` itself.

@@ -17,8 +17,8 @@ from conftest import REPO, RESUME_FLAGS
 from defsent_cli.evaluation.reverse_dict import rank_metrics
 from defsent_cli.training.config import TrainConfig
 from defsent_cli.training.data import epoch_batches
+from defsent_cli.training.loop import linear_schedule
 from defsent_cli.training.loss import bank_cross_entropy
-from defsent_cli.training.trainer import linear_schedule
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:

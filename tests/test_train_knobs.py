@@ -54,10 +54,10 @@ def test_label_smoothing_is_torch_s():
 
 def _trainer(corpus, tiny_bert, **settings):
     from defsent_cli.training.config import TrainConfig
-    from defsent_cli.training.trainer import Trainer
+    from defsent_cli.training.definitions import pst_step
 
     config = TrainConfig(pooling="mean", batch_size=8, device="cpu", save_every=0, **settings)
-    return Trainer(corpus["dictionary"], corpus["bank"], tiny_bert, config)
+    return pst_step(corpus["dictionary"], corpus["bank"], tiny_bert, config)
 
 
 @pytest.mark.parametrize("pooler", ["none", "keep"])
@@ -115,7 +115,7 @@ def _weights_of(model_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def test_encoder_schedule_starts_after_the_head_warmup():
-    from defsent_cli.training.trainer import linear_schedule
+    from defsent_cli.training.loop import linear_schedule
 
     encoder, head = torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.AdamW([{"params": [encoder]}, {"params": [head], "lr": 10.0}], lr=1.0)

@@ -15,20 +15,21 @@ from pathlib import Path
 import torch
 
 from defsent_cli.training.config import TrainConfig
-from defsent_cli.training.trainer import Trainer
+from defsent_cli.training.definitions import pst_step
+from defsent_cli.training.objective import ObjectiveRun
 
 DICT, BANK, MODEL = sys.argv[1], sys.argv[2], os.environ["MINILM"]
 
 
-def make(precision: str, batch: int, n: int) -> Trainer:
+def make(precision: str, batch: int, n: int) -> ObjectiveRun:
     config = TrainConfig(
         pooling="mean", pooler="none", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
         log_every=1000, device="cuda", precision=precision,
     )  # fmt: skip
-    return Trainer(DICT, BANK, Path(MODEL), config)
+    return pst_step(DICT, BANK, Path(MODEL), config)
 
 
-def rate(trainer: Trainer, steps: int, start: int) -> tuple[float, float]:
+def rate(trainer: ObjectiveRun, steps: int, start: int) -> tuple[float, float]:
     torch.cuda.synchronize()
     began = time.perf_counter()
     for step in range(start, start + steps):

@@ -44,7 +44,8 @@ The run is :class:`objective.ObjectiveRun`'s (issue 57): this module is the obje
 what it needs beyond a loss is generic: the MLP is its one module (trained, in the state as ``mlp.*``, not in the
 checkpoint; its own parameter group at ``--lr`` as ``train``'s head, and outside the clipping, as it always
 was), NM's damaged sentences are drawn for the whole global batch by ``step_begin``, and ``run.net`` is
-:class:`trainer.TrainForward` (model, pooling, MLP as one module for DDP; the masked pass in the same call).
+:class:`forward.TrainForward` (model, pooling, MLP as one module for DDP), and its +MLM term is ``forward.forward``'s,
+as every objective's.
 """
 
 from __future__ import annotations
@@ -56,16 +57,13 @@ import numpy as np
 import torch
 
 from ..encoder.head import PoolerHead, fresh_mlp
-from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
-from ..encoder.tokenize import pad_id as padding_id
-from ..encoder.word_head import load_word_head
+from ..encoder.tokenize import tokenize
 from ..errors import DefsentError, count
 from .config import CONTRASTIVE_OBJECTIVES, DELETION, STOP_GRADIENTS, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
+from .forward import TrainForward, batch, forward
 from .loss import info_nce
-from .mlm import MaskedLM
 from .objective import Objective, ObjectiveRun, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
-from .trainer import TrainForward
 
 
 @register
@@ -73,6 +71,7 @@ class Contrastive(Objective):
     """SimCSE or Noise Matching (``objective``): in-batch negatives as the loss, a training-only MLP, + λ · MLM."""
 
     name, kind = "simcse", "contrastive"
+    mlm = True  # takes --mlm-weight (forward.py)
     clip_modules = False  # the MLP's gradients were never clipped: the encoder's alone (Loop.clipped)
 
     def __init__(
@@ -123,16 +122,15 @@ class Contrastive(Objective):
         return texts
 
     def setup(self, run: ObjectiveRun, texts: list[str]) -> None:
-        """The data, then (in this order: torch's draws) the MLP, the frozen pooler, the word head of the MLM."""
-        loaded, config = run.loaded, run.config
+        """The data, then (in this order: torch's draws) the MLP and the frozen pooler (the run then loads the MLM's
+        word head)."""
+        loaded = run.loaded
         run.data = sentence_data(texts, loaded.tokenizer, run.pool, run.max_length)
         std = getattr(run.model.config, "initializer_range", 0.02)
         self.head = (fresh_mlp(loaded.dim, std) if self.mlp else PoolerHead(None, "identity")).to(run.device)
         pooler = getattr(run.model, "pooler", None)
         if pooler is not None:  # the model's own pooler is in no loss here: frozen, it stays as it was (and DDP
             pooler.requires_grad_(False)  # need not look for unused parameters)
-        word_head = load_word_head(loaded, config.word_head) if config.mlm_weight else None
-        self.mlm = MaskedLM(loaded.tokenizer, word_head, config.mlm_probability) if config.mlm_weight else None
         run.head = self.head
         run.net = TrainForward(run.model, self.head, run.pool)
 
@@ -155,59 +153,30 @@ class Contrastive(Objective):
 
     # --- the loss ------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _batch(run: ObjectiveRun, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, bool]:
-        """(input ids, attention mask, whether padded) of token id lists, padded on the host."""
-        input_ids, attention_mask = pad_batch(ids, padding_id(run.loaded.tokenizer))
-        return input_ids, attention_mask, has_padding(attention_mask)
-
-    def _forward(
-        self, run: ObjectiveRun, batch, mlm_on=None
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """(reps of ``batch``, the masked pass's token states, its MLM targets): with an MLM loss and ``mlm_on`` (a
-        batch), a masked copy of ``mlm_on`` goes through the model in the same call (DDP sees one forward)."""
-        input_ids, attention_mask, padded = batch
-        device = run.device
-        masked_ids = mlm_targets = masked_mask = None
-        if self.mlm is not None and mlm_on is not None:
-            masked_ids, labels = self.mlm.mask(mlm_on[0], mlm_on[1])
-            masked_ids, mlm_targets = to_device(masked_ids, device), self.mlm.targets(labels, device)
-            masked_mask = None if mlm_on is batch else to_device(mlm_on[1], device)
-        out = run.net(
-            to_device(input_ids, device),
-            to_device(attention_mask, device),
-            masked_ids=masked_ids,
-            padded=padded,
-            masked_mask=masked_mask,
-        )
-        return (*out, mlm_targets) if masked_ids is not None else (out, None, None)
-
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
         """InfoNCE of this process's queries against the global batch's keys (+ λ · MLM)."""
         n = len(index)
         originals = [run.data.token_ids[i] for i in index]
         if self.variant == "simcse":
-            views = self._batch(run, originals + originals)  # both views in one pass; the MLM masks both (SimCSE)
-            reps, states, mlm_targets = self._forward(run, views, mlm_on=views)
+            views = batch(run, originals + originals)  # both views in one pass; the MLM masks both (SimCSE)
+            reps, mlm_loss = forward(run, views, mlm_on=views)
             queries, keys = reps[:n], reps[n:]
         else:
             texts = [self.damaged[i] for i in index.tolist()]
             damaged_ids = tokenize(texts, run.loaded.tokenizer, run.pool, run.max_length)
-            original, damaged = self._batch(run, originals), self._batch(run, damaged_ids)
+            original, damaged = batch(run, originals), batch(run, damaged_ids)
             if self.stop_gradient == "none":  # both sides learn: one pass over both
-                both = self._batch(run, originals + damaged_ids)
-                reps, states, mlm_targets = self._forward(run, both, mlm_on=original)
+                both = batch(run, originals + damaged_ids)
+                reps, mlm_loss = forward(run, both, mlm_on=original)
                 queries, keys = reps[:n], reps[n:]
             else:
                 learns, fixed = (damaged, original) if self.stop_gradient == "original" else (original, damaged)
                 with torch.no_grad():  # the stop-gradient side: no graph at all
-                    targets = self._forward(run, fixed)[0]
-                moving, states, mlm_targets = self._forward(run, learns, mlm_on=original)
+                    targets = forward(run, fixed)[0]
+                moving, mlm_loss = forward(run, learns, mlm_on=original)
                 queries, keys = (targets, moving) if self.stop_gradient == "original" else (moving, targets)
         loss = info_nce(queries, keys, scale=1.0 / self.temperature, sizes=run.sizes)
-        if states is not None:  # the masked pass ran (its targets are None when nothing was masked)
-            loss = loss + run.config.mlm_weight * self.mlm.loss(states, mlm_targets)
-        return loss
+        return loss if mlm_loss is None else loss + mlm_loss
 
     # --- the run's note, record and state --------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 A run folder is a checkpoint written by ``train``, ``tsdae``, ``simcse``, ``train-pairs`` or ``teacher``
 (``train_log.jsonl`` beside ``defsent.json``), or the ``OUTPUT.partial/`` folder of a run still going
-(``log.jsonl``; docs/formats.md, "Training state"). The log holds two kinds of rows (trainer.py):
+(``log.jsonl``; docs/formats.md, "Training state"). The log holds two kinds of rows (loop.py):
 
 - a loss row every ``--log-every`` steps: ``{"step", "definitions", "loss", "lr", "elapsed"}``;
 - a dev row at every ``--eval-every`` (step 0 is the untrained model): ``{"step", "eval": {criterion: score}}``.

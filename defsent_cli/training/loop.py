@@ -1,8 +1,8 @@
 """The training loop every objective runs (issue 57): the optimiser step, the schedule, precision, the
 torchrun weighting, clipping, the log, dev evaluation and keep-best, and the resumable state, in one class,
-:class:`Loop`, that knows no objective. A subclass sets up its model and data (``trainer.py``: DefSent+ and
-DefSent; ``objective.py``: any registered objective) and gives :meth:`Loop.loss_on`, :meth:`Loop.describe`
-and :meth:`Loop.info`.
+:class:`Loop`, that knows no objective. Its one subclass, ``objective.py``'s :class:`ObjectiveRun`, sets up the model
+and the data of any registered objective (``definitions.py``: DefSent+ and DefSent; ``tsdae.py``, ``contrastive.py``,
+``pairs.py``, ``teachers.py``) and gives :meth:`Loop.loss_on`, :meth:`Loop.describe` and :meth:`Loop.info`.
 
 Under ``torchrun`` (``distributed.py``) the same run is shared by N processes
 with PyTorch's DistributedDataParallel: every process forms the same global

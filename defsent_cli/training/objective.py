@@ -41,10 +41,12 @@ import torch
 from .. import distributed
 from ..encoder.models import load_model
 from ..encoder.pooling import get_pooling
+from ..encoder.word_head import load_word_head
 from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
 from .config import TrainConfig
 from .loop import Loop
+from .mlm import MaskedLM
 
 #: Every registered objective by its name (:func:`register`).
 OBJECTIVES: dict[str, type[Objective]] = {}
@@ -72,8 +74,12 @@ class Objective:
     sentence_transformer: ClassVar[bool] = True
     #: the modules' gradients are clipped with the encoder's (else the encoder's alone, as simcse's MLP always was)
     clip_modules: ClassVar[bool] = True
-    #: the prefix of the kept-best weights in the resumable state (train-pairs and teacher keep them bare, as always)
+    #: the prefix of the kept-best weights in the resumable state (train, train-pairs and teacher keep them bare)
     best_prefix: ClassVar[str] = "best."
+    #: the key of the dev tracker's document in the state's (None: the document is the tracker's, as train's was)
+    dev_key: ClassVar[str | None] = "dev"
+    #: takes the auxiliary masked-LM loss (``--mlm-weight``), computed by ``forward.forward`` for its batches
+    mlm: ClassVar[bool] = False
 
     def model_options(self) -> dict:
         """Keyword arguments of ``encoder.models.load_model`` beyond the folder and the device (a Cross-Encoder's
@@ -108,6 +114,16 @@ class Objective:
         """The optimiser's parameter groups of the trainable parameters, the encoder's and the modules' own
         (default: one group, at ``--lr``)."""
         return [{"params": encoder + modules}]
+
+    def dev_data(self, path: Path) -> tuple[Path | None, Path | None]:
+        """(dictionary, entry bank) that ``--eval-on dict-dev`` scores on, from the data file ``path``: (None, None)
+        for an objective that reads no dictionary."""
+        return None, None
+
+    def served(self, run: ObjectiveRun) -> tuple[str, str]:
+        """(pooling, head description) of the model as it is served, which dev evaluation scores (default: the
+        training pooling, no head)."""
+        return run.config.pooling, "none"
 
     def criterion(self, run: ObjectiveRun, criterion: Criterion):
         """The dev criterion of ``--eval-every`` as this objective's model is scored on it (a teacher scores pairs)."""
@@ -159,6 +175,8 @@ class ObjectiveRun(Loop):
         self.rank, self.world = distributed.rank(), distributed.world()
         if objective.one_process and self.world > 1:
             raise DefsentError(f"defsent {objective.name} runs in one process (not under torchrun)")
+        if config.mlm_weight and not objective.mlm:
+            raise DefsentError(f"defsent {objective.name} takes no --mlm-weight")
         torch.manual_seed(config.seed)
         random.seed(config.seed)
         self.loaded = load_model(base_model, distributed.local_device(config.device), **objective.model_options())
@@ -167,13 +185,25 @@ class ObjectiveRun(Loop):
         self.max_length = self.loaded.token_limit(config.max_length)
         self.pool = get_pooling(config.pooling)
         self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
+        self._word_head = None
         objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
+        # the auxiliary MLM loss of any objective that takes it (forward.forward), on the frozen word head
+        self.mlm = (
+            MaskedLM(self.loaded.tokenizer, self.word_head(), config.mlm_probability) if config.mlm_weight else None
+        )
         self.loaded.model = self.model
         if self.net is None:
             self.net = self.model
         self._start(self._optimizer())
         if self.world > 1:
             torch.manual_seed(config.seed + 1_000_003 * self.rank)
+
+    def word_head(self):
+        """The model's frozen word-prediction layer (``--word-head``), loaded once: DefSent's objective, the MLM's
+        head."""
+        if self._word_head is None:
+            self._word_head = load_word_head(self.loaded, self.config.word_head)
+        return self._word_head
 
     @property
     def data_argument(self) -> str:  # type: ignore[override]
@@ -228,10 +258,12 @@ class ObjectiveRun(Loop):
         if self.config.eval_every:
             from .dev_eval import DevTracker
 
+            pooling, head = self.objective.served(self)
+            # the model in training is a defsent checkpoint in the making: dict-dev reads it with its head
             self.loaded.source = "defsent"
-            self.loaded.info = {"train_pooling": self.config.pooling, "head": "none"}
+            self.loaded.info = {"train_pooling": self.config.pooling, "head": head}
             criterion = self.objective.criterion(self, criterion)
-            self.dev = DevTracker(criterion.prepare(), self.config.pooling, self.config.kept)
+            self.dev = DevTracker(criterion.prepare(), pooling, self.config.kept)
 
     def describe(self) -> str:
         return self.objective.describe(self)
@@ -245,7 +277,8 @@ class ObjectiveRun(Loop):
             tensors.update({f"{name}.{k}": v for k, v in weights.items()})
         if self.dev is not None:
             dev, best = self.dev.state()
-            doc = {**doc, "dev": dev}
+            key = self.objective.dev_key
+            doc = {**doc, key: dev} if key is not None else {**doc, **dev}
             tensors.update({f"{self.objective.best_prefix}{k}": v for k, v in best.items()})
         return doc, tensors
 
@@ -259,7 +292,8 @@ class ObjectiveRun(Loop):
             best = {
                 k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)
             }
-            self.dev.restore(extra.get("dev", {}), best)
+            key = self.objective.dev_key
+            self.dev.restore(extra.get(key, {}) if key is not None else extra, best)
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
         return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}

@@ -19,7 +19,7 @@ one-process gradient; ``cosent`` and ``angle`` compare every pair of the batch w
 a process holding part of the batch cannot, so they run in one process (a one-line error says so).
 
 The run is :class:`objective.ObjectiveRun`'s (issue 57): :class:`Pairs` is the objective (and the base of
-``teachers.Teacher``); ``run.net`` is :class:`trainer.TrainForward` (model and pooling as one module for DDP).
+``teachers.Teacher``); ``run.net`` is :class:`forward.TrainForward` (model and pooling as one module for DDP).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from ..formats.dictionary import seeded_sample
 from ..formats.pairs import read_scored_pairs
 from .config import PAIR_LOSSES, TrainConfig
 from .data import TrainingData
+from .forward import TrainForward
 from .objective import Objective, ObjectiveRun, register
-from .trainer import TrainForward
 
 
 def pair_loss(name: str):

@@ -1,8 +1,8 @@
 """Running a training to a checkpoint folder: the work folder, resuming, writing, cleaning up.
 
-:func:`train` (``defsent train``, one PST step), :func:`objective_fit` (any registered objective: ``defsent tsdae``,
-``defsent simcse``) and :func:`pairs` (``train-pairs``, ``teacher``) build their trainer and hand it to :func:`fit`,
-which owns ``OUTPUT.partial/`` and the checkpoint.
+:func:`objective_fit` trains any registered objective (``definitions.Definitions``: ``defsent train``, one PST step,
+through :func:`train`; ``defsent tsdae``, ``defsent simcse``; :func:`pairs`: ``train-pairs``, ``teacher``) and hands
+the run to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ..formats.checkpoint import save_checkpoint
 from ..io import check_output
 from ..log import note
 from .config import TrainConfig
+from .loop import Loop
 from .state import STATE_FILE, load_state
-from .trainer import Trainer
 
 
 def _work_dir(output: Path, resume: bool, force: bool) -> tuple[Path, Path]:
@@ -55,7 +55,7 @@ def _criterion(
     return Criterion(config.eval_on, data, dictionary, bank, show_progress=show_progress).prepare()
 
 
-def _tracking(trainer: Trainer, criterion: Criterion | None) -> Trainer:
+def _tracking(trainer: Loop, criterion: Criterion | None) -> Loop:
     if criterion is not None:
         trainer.track_dev(criterion)
     return trainer
@@ -72,25 +72,19 @@ def train(
     show_progress: bool | None = None,
     data: Path | None = None,
 ) -> dict:
-    """Run one training step of PST and write the checkpoint folder; returns its ``defsent.json``.
+    """Run one training step of PST (:class:`definitions.Definitions`) and write the checkpoint folder; returns its
+    ``defsent.json``.
 
     With ``config.eval_every`` the model is scored on ``config.eval_on`` (evaluation data under ``data``,
     default ``$DEFSENT_DATA``) as it trains; see ``dev_eval.py``. Under torchrun every process calls this;
     the inputs are validated before the process group opens, and every process resumes from the same state
     (so OUTPUT must be on a file system all processes see).
     """
+    from .definitions import Definitions
+
     if config.objective == "defsent" and bank is not None:
         raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
-    output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data, show_progress, dictionary, bank)
-    return fit(
-        _tracking(Trainer(dictionary, bank, base_model, config), criterion),
-        output,
-        work_dir,
-        resume,
-        force,
-        show_progress,
-    )
+    return objective_fit(Definitions(bank), dictionary, base_model, output, config, resume, force, show_progress, data)
 
 
 def objective_fit(
@@ -110,12 +104,12 @@ def objective_fit(
     from .objective import ObjectiveRun
 
     output, work_dir = _work_dir(output, resume, force)
-    criterion = _criterion(config, data, show_progress)
+    criterion = _criterion(config, data, show_progress, *objective.dev_data(data_file))
     trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 
-def fit(trainer: Trainer, output: Path, work_dir: Path, resume: bool, force: bool, show_progress: bool | None) -> dict:
+def fit(trainer: Loop, output: Path, work_dir: Path, resume: bool, force: bool, show_progress: bool | None) -> dict:
     """Train ``trainer`` (resuming from ``work_dir`` if asked) and write its checkpoint to ``output``.
 
     ``OUTPUT.partial/`` holds the loss log and, every ``save_every`` steps, the resumable state; it is

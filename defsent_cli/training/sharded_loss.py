@@ -20,7 +20,7 @@ G_r,i = (1/B) (exp(m_r - M) S_r,i / Z - g_r,i) with g_r its parts of g. Each pro
 for the WHOLE gathered batch, and the all-gather's backward (a reduce-scatter) sums the W parts on the process
 each row came from: process q ends with d loss / d r_i of its own rows, so its parameter gradient is
 Σ_{i in q} (d loss / d r_i)(d r_i / dθ), the share of the one-process gradient d loss / dθ that its rows carry.
-DDP averages the W shares, so the loss is scaled by W (``Trainer.train_step``), not by W n_r / B as a mean over
+DDP averages the W shares, so the loss is scaled by W (``Loop.train_step``), not by W n_r / B as a mean over
 a process's own rows is; a process without a row in a batch still sends the others its part of the gradient.
 """
 
@@ -113,7 +113,7 @@ class BankShard:
         """The mean cross-entropy over ALL bank entries of the whole global batch (the same on every process).
 
         ``reps``: this process's rows of the batch (a placeholder row when it has none, see
-        ``Trainer.train_step``); ``labels``: the bank rows of the whole global batch, in its order;
+        ``Loop.train_step``); ``labels``: the bank rows of the whole global batch, in its order;
         ``sizes``: every process's share (``distributed.shard_sizes``). At least float32 (float64 stays
         float64); the bank is upcast ``chunk`` rows at a time (default ``loss.default_chunk``)."""
         reps = reps.float() if reps.element_size() < 4 else reps
