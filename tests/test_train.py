@@ -263,7 +263,7 @@ def test_linear_head_starts_at_the_identity_and_trains_at_its_own_rate(cli, tiny
     result = cli("lookup", "-m", out, "--bank", bert_bank, "--json", "-k", "2", "a pet")
     assert result.exit_code == 0, result.output
     bad = cli("train", tiny_dict, "--bank", bert_bank, "-m", tiny_bert, "-o", tmp_path / "x", "--head-lr", "0")
-    assert bad.exit_code == 2 and "'--head-lr': 0.0 is not a finite number > 0" in bad.stderr
+    assert bad.exit_code == 2 and "'--head-lr': must be a finite number > 0, got 0.0" in bad.stderr
 
 
 def test_train_rejects_a_bank_from_another_dictionary(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):

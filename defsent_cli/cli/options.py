@@ -6,13 +6,13 @@ are Enums, so Click validates them (and lists them in ``--help``) before any wor
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..constraints import Interval, problem
 from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
@@ -21,16 +21,17 @@ from ..evaluation.criteria import CRITERIA
 from ..formats.dictionary import SPLITS
 from ..training.config import (
     BATCHINGS,
+    CONSTRAINTS,
     DEFAULT_SEED,
     DELETION,
+    DELETION_RULE,
     DICTIONARY_SPLITS,
-    EVAL_EACH_EPOCH,
     KEEP,
     TEMPERATURE,
     TRAIN_POOLINGS,
     TSDAE_POOLINGS,
-    TrainConfig,
 )
+from ..training.config import POSITIVE as TRAIN_POSITIVE
 
 
 def value(choice: Any) -> Any:
@@ -38,31 +39,27 @@ def value(choice: Any) -> Any:
     return choice.value if isinstance(choice, Enum) else choice
 
 
-def number(low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False):
-    """A click callback: the value must be a finite number in [low, high] (open ends where asked).
-
-    Click's own ranges let nan and inf through (every comparison with nan is false), so every float
-    option of every command goes through one of these."""
+def constrained(rule: Interval):
+    """A click callback refusing what ``rule`` does not allow, in the library's words (``constraints.py``): click's
+    own ranges let nan and inf through (every comparison with nan is false), so every float option of every
+    command goes through one of these. None (not given) passes; a list is checked item by item."""
 
     def check(ctx, param, value):
         if value is None:
             return value
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for v in values:
-            ok = math.isfinite(v)
-            ok = ok and (low is None or (v > low if low_open else v >= low))
-            ok = ok and (high is None or (v < high if high_open else v <= high))
-            if not ok:
-                bounds = []
-                if low is not None:
-                    bounds.append(f"{'>' if low_open else '>='} {low:g}")
-                if high is not None:
-                    bounds.append(f"{'<' if high_open else '<='} {high:g}")
-                where = f" {' and '.join(bounds)}" if bounds else ""
-                raise typer.BadParameter(f"{v} is not a finite number{where}")
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            wrong = problem(rule, v)
+            if wrong is not None:
+                raise typer.BadParameter(wrong)
         return value
 
     return check
+
+
+def number(low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False):
+    """:func:`constrained` to a finite number in [low, high] (open ends where asked)."""
+    closed = {(False, False): "both", (False, True): "left", (True, False): "right", (True, True): "neither"}
+    return constrained(Interval(low, high, closed=closed[low_open, high_open]))
 
 
 POSITIVE = number(0.0, low_open=True)
@@ -150,10 +147,8 @@ def training_pooling(model: Path, chosen: Any, allowed: tuple[str, ...]) -> str:
 
 Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Texts per forward pass.")]
-MaxLength = Annotated[
-    int | None,
-    typer.Option("--max-length", min=2, help="Truncate inputs to this many tokens (default: the model's limit)."),
-]
+MAX_LENGTH_HELP = "Truncate inputs to this many tokens (default: the model's limit)."
+MaxLength = Annotated[int | None, typer.Option("--max-length", min=2, help=MAX_LENGTH_HELP)]
 Progress = Annotated[
     bool | None,
     typer.Option(
@@ -184,18 +179,6 @@ ResultsOutput = Annotated[
 Limit = Annotated[
     int | None,
     typer.Option("--limit", min=1, help="Use a seeded random sample (--seed) of this many definitions."),
-]
-SentenceLimit = Annotated[
-    int | None,
-    typer.Option(
-        "--limit",
-        min=1,
-        help="Use a seeded random sample (--seed) of this many sentences (of a dictionary: definitions).",
-    ),
-]
-PairsLimit = Annotated[
-    int | None,
-    typer.Option("--limit", min=1, help="Use a seeded random sample (--seed) of this many pairs."),
 ]
 Bank = Annotated[Path, typer.Option("--bank", help="Entry bank (.h5).", show_default=False)]
 
@@ -270,87 +253,30 @@ def encoder(spec, model, device, runtime, precision, batch_size: int, max_length
 
 # ---------------------------------------------------------------- training runs (train, tsdae)
 
-MaxSteps = Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after this many steps (smoke runs).")]
-Epochs = Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training data.")]
-SaveEvery = Annotated[int, typer.Option("--save-every", min=0, help="Save resumable state every N steps (0: never).")]
-LogEvery = Annotated[int, typer.Option("--log-every", min=1, help="Write a loss row to the log every N steps.")]
-Resume = Annotated[bool, typer.Option("--resume", help="Continue a killed run from OUTPUT.partial/.")]
-TrainPrecisionName = choices("TrainPrecisionName", TRAIN_PRECISIONS)
-TrainPrecision = Annotated[
-    TrainPrecisionName,
-    typer.Option(
-        "--precision",
-        help="auto: bf16 mixed precision on a CUDA GPU with bf16, fp32 elsewhere; bf16 / fp16: autocast with fp32 "
-        "weights and an fp32 loss (fp16 with a gradient scaler); tf32: fp32 with TF32 matrix products on a GPU.",
-    ),
-]
-TRAIN_PRECISION_DEFAULT = TrainPrecisionName("auto")
-Deterministic = Annotated[
-    bool,
-    typer.Option(
-        "--deterministic",
-        help="torch's deterministic algorithms (and the math attention kernel): a killed and resumed run ends at "
-        "the very weights of an uninterrupted one on a GPU too, at some cost in speed.",
-    ),
-]
 MlmWeight = Annotated[
     float,
     typer.Option(
         "--mlm-weight",
-        callback=NON_NEGATIVE,
+        callback=constrained(CONSTRAINTS["mlm_weight"]),
         help="Add this times a masked-LM loss on a second, masked pass of each batch (Reiml 2023, SimCSE: 0.1).",
     ),
 ]
 MlmProbability = Annotated[
-    float, typer.Option("--mlm-probability", callback=FRACTION, help="Share of tokens masked for --mlm-weight.")
+    float,
+    typer.Option(
+        "--mlm-probability",
+        callback=constrained(CONSTRAINTS["mlm_probability"]),
+        help="Share of tokens masked for --mlm-weight.",
+    ),
 ]
 Batching = choices("Batching", BATCHINGS)
-BatchingOption = Annotated[
-    Batching, typer.Option("--batching", help="bucket (length buckets, little padding) or random.")
-]
-EvalEvery = Annotated[
-    int,
-    typer.Option(
-        "--eval-every",
-        min=0,
-        help="Score the model on --eval-on every N steps and at the end (0: never); the curve goes to "
-        "train_log.jsonl and defsent.json.",
-    ),
-]
+TrainPrecisionName = choices("TrainPrecisionName", TRAIN_PRECISIONS)
 EvalOn = choices("EvalOn", CRITERIA)
-EvalOnOption = Annotated[
-    EvalOn,
-    typer.Option(
-        "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
-    ),
-]
 #: The criteria a run on plain sentences or pairs can score (dict-dev needs a dictionary and a bank), and a
 #: teacher's (its scores of STS pairs: no sentence vectors for sts-avg): --help offers only what the command takes.
 SentenceEvalOn = choices("SentenceEvalOn", [name for name in CRITERIA if name != "dict-dev"])
-SentenceEvalOnOption = Annotated[
-    SentenceEvalOn,
-    typer.Option(
-        "--eval-on", help="The dev criterion (dev = mean of STS-B dev and SICK-R trial Spearman; no test data)."
-    ),
-]
 TeacherEvalOn = choices("TeacherEvalOn", ("dev", "stsb-dev"))
-TeacherEvalOnOption = Annotated[
-    TeacherEvalOn,
-    typer.Option(
-        "--eval-on",
-        help="The dev criterion: the Spearman of the teacher's own pair scores on STS-B dev (stsb-dev), or its mean "
-        "with SICK-R trial's (dev).",
-    ),
-]
 Keep = choices("Keep", KEEP)
-KeepOption = Annotated[
-    Keep | None,
-    typer.Option(
-        "--keep",
-        help="Which checkpoint to write: best (best score seen; the default with --eval-every) or last.",
-        show_default=False,
-    ),
-]
 
 
 def training_warnings(eval_every: int, mlm_weight: float | None = None) -> list[tuple[str, bool, str]]:
@@ -395,13 +321,16 @@ SentenceSplit = Annotated[
 ]
 SentencePoolingName = choices("SentencePoolingName", TSDAE_POOLINGS)
 Deletion = Annotated[
-    float, typer.Option("--deletion", callback=FRACTION, help="Share of words deleted from each sentence.")
+    float,
+    typer.Option("--deletion", callback=constrained(DELETION_RULE), help="Share of words deleted from each sentence."),
 ]
 DELETION_DEFAULT = DELETION
 Temperature = Annotated[
     float,
     typer.Option(
-        "--temperature", callback=POSITIVE, help="InfoNCE temperature: logits = cos / T (SimCSE: 0.05 = scale 20)."
+        "--temperature",
+        callback=constrained(TRAIN_POSITIVE),
+        help="InfoNCE temperature: logits = cos / T (SimCSE: 0.05 = scale 20).",
     ),
 ]
 TEMPERATURE_DEFAULT = TEMPERATURE
@@ -422,25 +351,9 @@ PairsFile = Annotated[
     ),
 ]
 MaxScore = Annotated[
-    float, typer.Option("--max-score", callback=POSITIVE, help="Scores are divided by this (STS-B, SICK: 5).")
-]
-PairsLr = Annotated[float, typer.Option("--lr", callback=POSITIVE, help="Peak learning rate.")]
-PairsBatch = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Pairs per step.")]
-WarmupRatio = Annotated[
-    float, typer.Option("--warmup-ratio", callback=FRACTION, help="Share of steps for linear warm-up.")
-]
-WeightDecay = Annotated[float, typer.Option("--weight-decay", callback=NON_NEGATIVE, help="AdamW weight decay.")]
-AdamEps = Annotated[float, typer.Option("--adam-eps", callback=POSITIVE, help="AdamW epsilon.")]
-MaxGradNorm = Annotated[
-    float, typer.Option("--max-grad-norm", callback=NON_NEGATIVE, help="Gradient clipping norm, 0 = none.")
-]
-EpochEvalEvery = Annotated[
-    int | None,
+    float,
     typer.Option(
-        "--eval-every",
-        min=0,
-        help="Score the model on --eval-on every N steps (default: after every epoch, as the thesis; 0: never).",
-        show_default=False,
+        "--max-score", callback=constrained(TRAIN_POSITIVE), help="Scores are divided by this (STS-B, SICK: 5)."
     ),
 ]
 
@@ -449,45 +362,6 @@ def trained_summary(output: Path, info: dict, what: str) -> str:
     """The closing line of a training command: steps, data, final loss, and the kept step of a dev curve."""
     kept = f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
     return f"wrote {output}: {count(info['steps'], 'step')} on {what}, final loss {info['final_loss']}{kept}"
-
-
-#: The TrainConfig fields that simcse, train-pairs and teacher take under the same option names.
-LOOP_SETTINGS = (
-    "lr",
-    "batch_size",
-    "epochs",
-    "warmup_ratio",
-    "weight_decay",
-    "adam_eps",
-    "max_grad_norm",
-    "seed",
-    "max_length",
-    "max_steps",
-    "limit",
-    "batching",
-    "save_every",
-    "log_every",
-    "device",
-    "precision",
-    "deterministic",
-    "eval_every",
-    "eval_on",
-    "keep",
-)
-
-
-def loop_settings(params: dict[str, Any]) -> dict[str, Any]:
-    """A command's values of :data:`LOOP_SETTINGS`, taken from its parameters (its ``locals()``), choices as
-    plain values: the keyword arguments of its TrainConfig, beside what the command sets itself."""
-    return {name: value(params[name]) for name in LOOP_SETTINGS}
-
-
-def pairs_config(**settings) -> TrainConfig:
-    """The TrainConfig of a run on scored pairs; ``eval_every`` None means after every epoch (the thesis's
-    protocol; --keep best is then the default, as with any --eval-every)."""
-    if settings["eval_every"] is None:
-        settings["eval_every"] = EVAL_EACH_EPOCH
-    return TrainConfig(pooler="none", **settings).validate()
 
 
 # ---------------------------------------------------------------- pooling and the training-free toolbox

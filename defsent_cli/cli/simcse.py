@@ -9,9 +9,10 @@ import typer
 from .. import distributed
 from ..console import say
 from ..errors import count
-from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TSDAE_POOLINGS, TrainConfig
+from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TSDAE_POOLINGS
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .loop_options import SENTENCE_LIMIT, loop, loop_config, training_command
 
 ContrastiveObjective = opt.choices("ContrastiveObjective", CONTRASTIVE_OBJECTIVES)
 StopGradient = opt.choices("StopGradient", STOP_GRADIENTS)
@@ -59,38 +60,28 @@ def simcse_command(
     mlm_probability: opt.MlmProbability = 0.15,
     word_head: opt.WordHead = None,
     split: opt.SentenceSplit = opt.SentenceSplitName.train,
-    lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Peak learning rate (linear decay).")] = 3e-5,
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", "-b", min=1, help="Sentences per step (the global batch under torchrun).")
-    ] = 64,
-    epochs: opt.Epochs = 1,
-    warmup_ratio: Annotated[
-        float, typer.Option("--warmup-ratio", callback=opt.FRACTION, help="Share of steps for linear warm-up.")
-    ] = 0.0,
-    weight_decay: Annotated[
-        float, typer.Option("--weight-decay", callback=opt.NON_NEGATIVE, help="AdamW weight decay.")
-    ] = 0.0,
-    adam_eps: Annotated[float, typer.Option("--adam-eps", callback=opt.POSITIVE, help="AdamW epsilon.")] = 1e-8,
-    max_grad_norm: Annotated[
-        float, typer.Option("--max-grad-norm", callback=opt.NON_NEGATIVE, help="Gradient clipping norm, 0 = none.")
-    ] = 1.0,
-    max_length: Annotated[
-        int, typer.Option("--max-length", min=2, help="Truncate sentences to this many tokens (SimCSE: 32).")
-    ] = 32,
-    batching: opt.BatchingOption = opt.Batching.random,
-    max_steps: opt.MaxSteps = None,
-    limit: opt.SentenceLimit = None,
-    seed: opt.Seed = opt.SEED_DEFAULT,
-    eval_every: opt.EvalEvery = 0,
-    eval_on: opt.SentenceEvalOnOption = opt.SentenceEvalOn.dev,
-    keep: opt.KeepOption = None,
-    data: opt.Data = None,
-    save_every: opt.SaveEvery = 500,
-    log_every: opt.LogEvery = 20,
-    resume: opt.Resume = False,
-    device: opt.Device = "auto",
-    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
-    deterministic: opt.Deterministic = False,
+    lr=loop(3e-5, help="Peak learning rate (linear decay)."),
+    batch_size=loop(64, help="Sentences per step (the global batch under torchrun)."),
+    epochs=loop(),
+    warmup_ratio=loop(),
+    weight_decay=loop(),
+    adam_eps=loop(),
+    max_grad_norm=loop(),
+    max_length=loop(32, type=int, help="Truncate sentences to this many tokens (SimCSE: 32)."),
+    batching=loop(),
+    max_steps=loop(),
+    limit=loop(help=SENTENCE_LIMIT),
+    seed=loop(),
+    eval_every=loop(),
+    eval_on=loop(type=opt.SentenceEvalOn, default=opt.SentenceEvalOn.dev),
+    keep=loop(),
+    data=loop(),
+    save_every=loop(),
+    log_every=loop(),
+    resume=loop(),
+    device=loop(),
+    precision=loop(),
+    deterministic=loop(),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -122,13 +113,13 @@ def simcse_command(
             opt.split_warning(sentences),
         ],
     )
-    config = TrainConfig(
+    config = loop_config(
+        locals(),
         pooling=opt.training_pooling(model, pooling, TSDAE_POOLINGS),
         word_head=opt.value(word_head) or "mlm",
         mlm_weight=mlm_weight,
         mlm_probability=mlm_probability,
-        **opt.loop_settings(locals()),
-    ).validate()
+    )
     contrastive = Contrastive(
         objective=opt.value(objective),
         split=opt.value(split),
@@ -159,4 +150,4 @@ def simcse_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("simcse")(guard(simcse_command))
+    app.command("simcse")(guard(training_command(simcse_command)))

@@ -11,6 +11,7 @@ from ..console import say
 from ..errors import count
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .loop_options import EACH_EPOCH, EPOCH_EVAL_EVERY, TEACHER_EVAL_ON, loop, loop_config, training_command
 
 Arch = opt.choices("Arch", ("ce", "cbe"))
 
@@ -37,28 +38,28 @@ def teacher_command(
         ),
     ] = True,
     max_score: opt.MaxScore = 5.0,
-    lr: opt.PairsLr = 2e-5,
-    batch_size: opt.PairsBatch = 16,
-    epochs: opt.Epochs = 3,
-    warmup_ratio: opt.WarmupRatio = 0.1,
-    weight_decay: opt.WeightDecay = 0.01,
-    adam_eps: opt.AdamEps = 1e-8,
-    max_grad_norm: opt.MaxGradNorm = 1.0,
-    max_length: opt.MaxLength = None,
-    batching: opt.BatchingOption = opt.Batching.random,
-    max_steps: opt.MaxSteps = None,
-    limit: opt.PairsLimit = None,
-    seed: opt.Seed = opt.SEED_DEFAULT,
-    eval_every: opt.EpochEvalEvery = None,
-    eval_on: opt.TeacherEvalOnOption = opt.TeacherEvalOn.stsb_dev,
-    keep: opt.KeepOption = None,
-    data: opt.Data = None,
-    save_every: opt.SaveEvery = 500,
-    log_every: opt.LogEvery = 20,
-    resume: opt.Resume = False,
-    device: opt.Device = "auto",
-    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
-    deterministic: opt.Deterministic = False,
+    lr=loop(),
+    batch_size=loop(16, help="Pairs per step."),
+    epochs=loop(3),
+    warmup_ratio=loop(0.1),
+    weight_decay=loop(0.01),
+    adam_eps=loop(),
+    max_grad_norm=loop(),
+    max_length=loop(),
+    batching=loop(),
+    max_steps=loop(),
+    limit=loop(help="Use a seeded random sample (--seed) of this many pairs."),
+    seed=loop(),
+    eval_every=loop(None, type=int | None, help=EPOCH_EVAL_EVERY, show_default=False),
+    eval_on=loop(type=opt.TeacherEvalOn, default=opt.TeacherEvalOn.stsb_dev, help=TEACHER_EVAL_ON),
+    keep=loop(),
+    data=loop(),
+    save_every=loop(),
+    log_every=loop(),
+    resume=loop(),
+    device=loop(),
+    precision=loop(),
+    deterministic=loop(),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -87,7 +88,7 @@ def teacher_command(
             ("special_tokens", opt.value(arch) == "ce", "--special-tokens has no effect: only a cbe pools tokens"),
         ],
     )
-    config = opt.pairs_config(pooling="mean", **opt.loop_settings(locals()))
+    config = loop_config(locals(), defaults=EACH_EPOCH, pooler="none", pooling="mean")
     info = train_on_pairs(
         pairs,
         model,
@@ -105,4 +106,4 @@ def teacher_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("teacher")(guard(teacher_command))
+    app.command("teacher")(guard(training_command(teacher_command)))

@@ -13,16 +13,17 @@ from ..encoder.choices import POOLER_MODES
 from ..errors import count
 from ..training.config import (
     BANK_DTYPES,
+    CONSTRAINTS,
     LOGITS,
     OBJECTIVE_DEFAULTS,
     OBJECTIVES,
     SCHEDULES,
     SHARD_BANK_BYTES,
     TRAIN_POOLINGS,
-    TrainConfig,
 )
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .loop_options import loop, loop_config, training_command
 
 Pooler = opt.choices("Pooler", POOLER_MODES)
 
@@ -93,32 +94,23 @@ def train_command(
             "folder has it trained, else none, e.g. for all-MiniLM-L6-v2).",
         ),
     ] = Pooler.auto,
-    lr: Annotated[
-        float | None,
-        typer.Option("--lr", callback=opt.POSITIVE, help=f"Peak learning rate {_defaults('lr')}.", show_default=False),
-    ] = None,
+    lr=loop(None, type=float | None, help=f"Peak learning rate {_defaults('lr')}.", show_default=False),
     head_lr: Annotated[
         float | None,
         typer.Option(
-            "--head-lr", callback=opt.POSITIVE, help="Peak learning rate of the head's dense layer (default: --lr)."
+            "--head-lr",
+            callback=opt.constrained(CONSTRAINTS["head_lr"]),
+            help="Peak learning rate of the head's dense layer (default: --lr).",
         ),
     ] = None,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(
-            "--batch-size", "-b", min=1, help=f"Definitions per step {_defaults('batch_size')}.", show_default=False
-        ),
-    ] = None,
-    epochs: opt.Epochs = 1,
-    warmup_ratio: Annotated[
-        float | None,
-        typer.Option(
-            "--warmup-ratio",
-            callback=opt.FRACTION,
-            help=f"Share of steps for linear warm-up {_defaults('warmup_ratio')}.",
-            show_default=False,
-        ),
-    ] = None,
+    batch_size=loop(None, type=int | None, help=f"Definitions per step {_defaults('batch_size')}.", show_default=False),
+    epochs=loop(1),
+    warmup_ratio=loop(
+        None,
+        type=float | None,
+        help=f"Share of steps for linear warm-up {_defaults('warmup_ratio')}.",
+        show_default=False,
+    ),
     schedule: Annotated[
         Schedule | None,
         typer.Option(
@@ -128,32 +120,22 @@ def train_command(
             show_default=False,
         ),
     ] = None,
-    weight_decay: Annotated[
-        float, typer.Option("--weight-decay", callback=opt.NON_NEGATIVE, help="AdamW weight decay.")
-    ] = 0.0,
-    adam_eps: Annotated[
-        float | None,
-        typer.Option(
-            "--adam-eps", callback=opt.POSITIVE, help=f"AdamW epsilon {_defaults('adam_eps')}.", show_default=False
-        ),
-    ] = None,
-    max_grad_norm: Annotated[
-        float | None,
-        typer.Option(
-            "--max-grad-norm",
-            callback=opt.NON_NEGATIVE,
-            help=f"Gradient clipping norm, 0 = none {_defaults('max_grad_norm')}.",
-            show_default=False,
-        ),
-    ] = None,
-    seed: opt.Seed = opt.SEED_DEFAULT,
-    max_length: opt.MaxLength = None,
-    max_steps: opt.MaxSteps = None,
-    limit: opt.Limit = None,
-    batching: opt.BatchingOption = opt.Batching.bucket,
-    save_every: opt.SaveEvery = 500,
-    log_every: opt.LogEvery = 20,
-    resume: opt.Resume = False,
+    weight_decay=loop(0.0),
+    adam_eps=loop(None, type=float | None, help=f"AdamW epsilon {_defaults('adam_eps')}.", show_default=False),
+    max_grad_norm=loop(
+        None,
+        type=float | None,
+        help=f"Gradient clipping norm, 0 = none {_defaults('max_grad_norm')}.",
+        show_default=False,
+    ),
+    seed=loop(),
+    max_length=loop(),
+    max_steps=loop(),
+    limit=loop(),
+    batching=loop(opt.Batching.bucket),
+    save_every=loop(),
+    log_every=loop(),
+    resume=loop(),
     bank_dtype: Annotated[
         BankDtype,
         typer.Option(
@@ -182,13 +164,17 @@ def train_command(
     scale: Annotated[
         float | None,
         typer.Option(
-            "--scale", callback=opt.POSITIVE, help="Multiply the logits by this (default: 1 for dot, 20 for cosine)."
+            "--scale",
+            callback=opt.constrained(CONSTRAINTS["scale"]),
+            help="Multiply the logits by this (default: 1 for dot, 20 for cosine).",
         ),
     ] = None,
     label_smoothing: Annotated[
         float,
         typer.Option(
-            "--label-smoothing", callback=opt.FRACTION, help="Put this share of the target on all entries evenly."
+            "--label-smoothing",
+            callback=opt.constrained(CONSTRAINTS["label_smoothing"]),
+            help="Put this share of the target on all entries evenly.",
         ),
     ] = 0.0,
     head_warmup_steps: Annotated[
@@ -200,13 +186,13 @@ def train_command(
             "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
         ),
     ] = 0,
-    eval_every: opt.EvalEvery = 0,
-    eval_on: opt.EvalOnOption = opt.EvalOn.dev,
-    keep: opt.KeepOption = None,
-    data: opt.Data = None,
-    device: opt.Device = "auto",
-    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
-    deterministic: opt.Deterministic = False,
+    eval_every=loop(),
+    eval_on=loop(),
+    keep=loop(),
+    data=loop(),
+    device=loop(),
+    precision=loop(),
+    deterministic=loop(),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -250,7 +236,9 @@ def train_command(
             ),
         ],
     )
-    config = TrainConfig(
+    config = loop_config(
+        locals(),
+        defaults=defaults,
         objective=objective_name,
         word_head=opt.value(word_head) or "mlm",
         freeze_embeddings=freeze_embeddings,
@@ -260,34 +248,14 @@ def train_command(
         pooling=opt.training_pooling(model, pooling, TRAIN_POOLINGS),
         pooler=opt.value(pooler),
         inference_pooling=opt.value(inference_pooling),
-        lr=defaults["lr"] if lr is None else lr,
         head_lr=head_lr,
-        batch_size=batch_size or defaults["batch_size"],
-        epochs=epochs,
-        warmup_ratio=defaults["warmup_ratio"] if warmup_ratio is None else warmup_ratio,
-        weight_decay=weight_decay,
-        adam_eps=defaults["adam_eps"] if adam_eps is None else adam_eps,
-        max_grad_norm=defaults["max_grad_norm"] if max_grad_norm is None else max_grad_norm,
-        seed=seed,
-        max_length=max_length,
-        max_steps=max_steps,
-        limit=limit,
-        batching=opt.value(batching),
-        save_every=save_every,
-        log_every=log_every,
-        device=device,
-        precision=opt.value(precision),
-        deterministic=deterministic,
         bank_dtype=opt.value(bank_dtype),
         shard_bank=shard_bank,
         logits=opt.value(logits),
         scale=scale,
         label_smoothing=label_smoothing,
         head_warmup_steps=head_warmup_steps,
-        eval_every=eval_every,
-        eval_on=opt.value(eval_on),
-        keep=opt.value(keep),
-    ).validate()
+    )
     info = train(
         dictionary, bank, model, output, config, resume=resume, force=force, show_progress=show_progress, data=data
     )
@@ -304,4 +272,4 @@ def train_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train")(guard(train_command))
+    app.command("train")(guard(training_command(train_command)))

@@ -12,6 +12,7 @@ from ..errors import count
 from ..training.config import PAIR_LOSSES
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .loop_options import EACH_EPOCH, EPOCH_EVAL_EVERY, loop, loop_config, training_command
 
 PairLoss = opt.choices("PairLoss", PAIR_LOSSES)
 
@@ -33,28 +34,28 @@ def train_pairs_command(
     pooling: Annotated[
         opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling of each sentence (SBERT: mean).")
     ] = opt.TrainPooling.mean,
-    lr: opt.PairsLr = 2e-5,
-    batch_size: opt.PairsBatch = 16,
-    epochs: opt.Epochs = 3,
-    warmup_ratio: opt.WarmupRatio = 0.1,
-    weight_decay: opt.WeightDecay = 0.01,
-    adam_eps: opt.AdamEps = 1e-8,
-    max_grad_norm: opt.MaxGradNorm = 1.0,
-    max_length: opt.MaxLength = None,
-    batching: opt.BatchingOption = opt.Batching.random,
-    max_steps: opt.MaxSteps = None,
-    limit: opt.PairsLimit = None,
-    seed: opt.Seed = opt.SEED_DEFAULT,
-    eval_every: opt.EpochEvalEvery = None,
-    eval_on: opt.SentenceEvalOnOption = opt.SentenceEvalOn.stsb_dev,
-    keep: opt.KeepOption = None,
-    data: opt.Data = None,
-    save_every: opt.SaveEvery = 500,
-    log_every: opt.LogEvery = 20,
-    resume: opt.Resume = False,
-    device: opt.Device = "auto",
-    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
-    deterministic: opt.Deterministic = False,
+    lr=loop(),
+    batch_size=loop(16, help="Pairs per step."),
+    epochs=loop(3),
+    warmup_ratio=loop(0.1),
+    weight_decay=loop(0.01),
+    adam_eps=loop(),
+    max_grad_norm=loop(),
+    max_length=loop(),
+    batching=loop(),
+    max_steps=loop(),
+    limit=loop(help="Use a seeded random sample (--seed) of this many pairs."),
+    seed=loop(),
+    eval_every=loop(None, type=int | None, help=EPOCH_EVAL_EVERY, show_default=False),
+    eval_on=loop(type=opt.SentenceEvalOn, default=opt.SentenceEvalOn.stsb_dev),
+    keep=loop(),
+    data=loop(),
+    save_every=loop(),
+    log_every=loop(),
+    resume=loop(),
+    device=loop(),
+    precision=loop(),
+    deterministic=loop(),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -75,7 +76,7 @@ def train_pairs_command(
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
     warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every))
-    config = opt.pairs_config(pooling=opt.value(pooling), **opt.loop_settings(locals()))
+    config = loop_config(locals(), defaults=EACH_EPOCH, pooler="none", pooling=opt.value(pooling))
     info = train_on_pairs(
         pairs,
         model,
@@ -93,4 +94,4 @@ def train_pairs_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train-pairs")(guard(train_pairs_command))
+    app.command("train-pairs")(guard(training_command(train_pairs_command)))

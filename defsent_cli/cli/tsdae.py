@@ -8,9 +8,10 @@ import typer
 
 from ..console import say
 from ..errors import count
-from ..training.config import TSDAE_POOLINGS, TrainConfig
+from ..training.config import NON_NEGATIVE, TSDAE_POOLINGS
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .loop_options import SENTENCE_LIMIT, loop, loop_config, training_command
 
 TsdaePooling = opt.SentencePoolingName
 
@@ -30,25 +31,25 @@ def tsdae_command(
         float,
         typer.Option(
             "--nm-weight",
-            callback=opt.NON_NEGATIVE,
+            callback=opt.constrained(NON_NEGATIVE),
             help="TSDAE + Noise Matching: add this times NM's InfoNCE (the damaged sentence's vector onto its "
             "original's, stop-gradient on the original; Reiml 2023) on the same batch.",
         ),
     ] = 0.0,
     temperature: opt.Temperature = opt.TEMPERATURE_DEFAULT,
-    lr: Annotated[float, typer.Option("--lr", callback=opt.POSITIVE, help="Learning rate (constant).")] = 3e-5,
-    batch_size: Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Sentences per step.")] = 8,
-    epochs: opt.Epochs = 1,
-    max_steps: opt.MaxSteps = None,
-    limit: opt.SentenceLimit = None,
-    seed: opt.Seed = opt.SEED_DEFAULT,
-    max_length: opt.MaxLength = None,
-    save_every: opt.SaveEvery = 500,
-    log_every: opt.LogEvery = 20,
-    resume: opt.Resume = False,
-    device: opt.Device = "auto",
-    precision: opt.TrainPrecision = opt.TRAIN_PRECISION_DEFAULT,
-    deterministic: opt.Deterministic = False,
+    lr=loop(3e-5, help="Learning rate (constant)."),
+    batch_size=loop(8, help="Sentences per step."),
+    epochs=loop(),
+    max_steps=loop(),
+    limit=loop(help=SENTENCE_LIMIT),
+    seed=loop(),
+    max_length=loop(),
+    save_every=loop(),
+    log_every=loop(),
+    resume=loop(),
+    device=loop(),
+    precision=loop(),
+    deterministic=loop(),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -74,23 +75,12 @@ def tsdae_command(
             ("temperature", not nm_weight, "--temperature has no effect without --nm-weight (no InfoNCE term)"),
         ],
     )
-    config = TrainConfig(
+    config = loop_config(
+        locals(),
         pooling=opt.training_pooling(model, pooling, TSDAE_POOLINGS),
-        lr=lr,
-        batch_size=batch_size,
-        epochs=epochs,
         warmup_ratio=0.0,
         weight_decay=0.0,
         schedule="constant",
-        seed=seed,
-        max_length=max_length,
-        max_steps=max_steps,
-        limit=limit,
-        save_every=save_every,
-        log_every=log_every,
-        device=device,
-        precision=opt.value(precision),
-        deterministic=deterministic,
     )
     info = objective_fit(
         Tsdae(deletion, opt.value(split), nm_weight=nm_weight, temperature=temperature),
@@ -108,4 +98,4 @@ def tsdae_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("tsdae")(guard(tsdae_command))
+    app.command("tsdae")(guard(training_command(tsdae_command)))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from ..constraints import Constraint, Interval, OneOf, check_all
 from ..encoder.choices import POOLER_MODES, WORD_HEADS
 from ..encoder.pooling import POOLINGS
 from ..encoder.precision import TRAIN_PRECISIONS
@@ -71,18 +71,55 @@ DEFAULT_SEED = 42
 MAX_SEED = 2**32 - 1  # numpy's and torch's seeds are 32-bit unsigned at most
 
 
-def check_seed(seed: int, option: str = "--seed") -> int:
-    if not 0 <= int(seed) <= MAX_SEED:
-        raise DefsentError(f"{option} must be between 0 and {MAX_SEED}, got {seed}")
-    return int(seed)
+def _criteria() -> tuple[str, ...]:
+    from ..evaluation.criteria import CRITERIA  # the evaluation package: imported when a config is checked
+
+    return tuple(CRITERIA)
 
 
-def check_positive(value: float | None, option: str, allow_zero: bool = False) -> None:
-    """A finite number > 0 (>= 0 with ``allow_zero``); None passes."""
-    if value is None:
-        return
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise DefsentError(f"{option} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value}")
+_POSITIVE, _NON_NEGATIVE, _FRACTION = Interval(0, closed="right"), Interval(0), Interval(0, 1, closed="left")
+_COUNT, _STEPS = Interval(1, integer=True), Interval(0, integer=True)
+
+#: The constraints of objectives' own settings that the command line checks too (an objective's ``constraints``).
+POSITIVE, NON_NEGATIVE, FRACTION = _POSITIVE, _NON_NEGATIVE, _FRACTION
+DELETION_RULE = Interval(0, 1, closed="left", optional=True)  # None: an objective that deletes nothing
+
+#: Every TrainConfig field's constraint, as data: ``TrainConfig.validate`` checks them in this order, and the
+#: command line's options derive their checks from the same entries (``cli/options.py``, ``constrained``).
+CONSTRAINTS: dict[str, Constraint] = {
+    "pooling": OneOf(TRAIN_POOLINGS),
+    "inference_pooling": OneOf(POOLINGS, optional=True),
+    "pooler": OneOf(POOLER_MODES),
+    "batching": OneOf(BATCHINGS),
+    "bank_dtype": OneOf(BANK_DTYPES),
+    "lr": _POSITIVE,
+    "head_lr": Interval(0, closed="right", optional=True),
+    "adam_eps": _POSITIVE,
+    "max_grad_norm": _NON_NEGATIVE,
+    "weight_decay": _NON_NEGATIVE,
+    "warmup_ratio": _FRACTION,
+    "batch_size": _COUNT,
+    "epochs": _COUNT,
+    "bucket_batches": _COUNT,
+    "log_every": _COUNT,
+    "max_steps": Interval(1, integer=True, optional=True),
+    "limit": Interval(1, integer=True, optional=True),
+    "save_every": _STEPS,
+    "max_length": Interval(2, integer=True, optional=True),
+    "seed": Interval(0, MAX_SEED, integer=True),
+    "logits": OneOf(LOGITS),
+    "scale": Interval(0, closed="right", optional=True),
+    "label_smoothing": _FRACTION,
+    "head_warmup_steps": _STEPS,
+    "keep": OneOf(KEEP, optional=True),
+    "objective": OneOf(OBJECTIVES),
+    "word_head": OneOf(WORD_HEADS),
+    "schedule": OneOf(SCHEDULES),
+    "precision": OneOf(TRAIN_PRECISIONS),
+    "mlm_weight": _NON_NEGATIVE,
+    "mlm_probability": Interval(0, 1, closed="neither"),
+    "eval_on": OneOf(_criteria),
+}
 
 
 @dataclass
@@ -140,62 +177,15 @@ class TrainConfig:
         return self.keep or ("best" if self.eval_every else "last")
 
     def validate(self) -> TrainConfig:
-        """Every value checked (one-line DefsentError); returns self."""
-        if self.pooling not in TRAIN_POOLINGS:
-            raise DefsentError(f"training pooling must be one of {', '.join(TRAIN_POOLINGS)}, not {self.pooling!r}")
-        if self.inference_pooling is not None and self.inference_pooling not in POOLINGS:
-            raise DefsentError(
-                f"--inference-pooling must be one of {', '.join(POOLINGS)}, not {self.inference_pooling!r}"
-            )
-        if self.pooler not in POOLER_MODES:
-            raise DefsentError(f"unknown --pooler {self.pooler!r}; choose one of {', '.join(POOLER_MODES)}")
-        if self.batching not in BATCHINGS:
-            raise DefsentError(f"--batching must be bucket or random, not {self.batching!r}")
-        if self.bank_dtype not in BANK_DTYPES:
-            raise DefsentError(f"--bank-dtype must be float32 or float16, not {self.bank_dtype!r}")
-        for name in ("lr", "head_lr", "adam_eps"):
-            check_positive(getattr(self, name), f"--{name.replace('_', '-')}")
-        check_positive(self.max_grad_norm, "--max-grad-norm", allow_zero=True)
-        check_positive(self.weight_decay, "--weight-decay", allow_zero=True)
-        if not (math.isfinite(self.warmup_ratio) and 0 <= self.warmup_ratio < 1):
-            raise DefsentError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
-        for name in ("batch_size", "epochs", "bucket_batches", "log_every"):
-            if getattr(self, name) < 1:
-                raise DefsentError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("max_steps", "limit"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise DefsentError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.save_every < 0:
-            raise DefsentError("--save-every must be 0 (never) or more")
-        if self.max_length is not None and self.max_length < 2:
-            raise DefsentError("--max-length must be at least 2")
-        check_seed(self.seed)
-        if self.logits not in LOGITS:
-            raise DefsentError(f"--logits must be dot or cosine, not {self.logits!r}")
-        check_positive(self.scale, "--scale")
-        if not (math.isfinite(self.label_smoothing) and 0 <= self.label_smoothing < 1):
-            raise DefsentError(f"--label-smoothing must be in [0, 1), got {self.label_smoothing}")
-        if self.head_warmup_steps < 0:
-            raise DefsentError("--head-warmup-steps must be 0 or more")
+        """Every value checked (one-line DefsentError): each field against :data:`CONSTRAINTS`, then the rules
+        that tie fields together; returns self."""
+        if self.eval_every != EVAL_EACH_EPOCH and not Interval(0, integer=True).allows(self.eval_every):
+            raise DefsentError(f"--eval-every must be 0 (never), a number of steps or {EVAL_EACH_EPOCH!r}")
+        check_all(self, CONSTRAINTS)
         if self.head_warmup_steps and self.pooler == "none":
             raise DefsentError("--head-warmup-steps trains the head first; --pooler none has no head")
-        if self.eval_every != EVAL_EACH_EPOCH and not (isinstance(self.eval_every, int) and self.eval_every >= 0):
-            raise DefsentError(f"--eval-every must be 0 (never), a number of steps or {EVAL_EACH_EPOCH!r}")
-        if self.keep not in (None, *KEEP):
-            raise DefsentError(f"--keep must be best or last, not {self.keep!r}")
         if self.keep == "best" and not self.eval_every:
             raise DefsentError("--keep best needs --eval-every N (the steps at which checkpoints are scored)")
-        if self.objective not in OBJECTIVES:
-            raise DefsentError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}")
-        if self.word_head not in WORD_HEADS:
-            raise DefsentError(f"--word-head must be one of {', '.join(WORD_HEADS)}, not {self.word_head!r}")
-        if self.schedule not in SCHEDULES:
-            raise DefsentError(f"--schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}")
-        if self.precision not in TRAIN_PRECISIONS:
-            raise DefsentError(f"--precision must be one of {', '.join(TRAIN_PRECISIONS)}, not {self.precision!r}")
-        check_positive(self.mlm_weight, "--mlm-weight", allow_zero=True)
-        if not (math.isfinite(self.mlm_probability) and 0 < self.mlm_probability < 1):
-            raise DefsentError(f"--mlm-probability must be in (0, 1), got {self.mlm_probability}")
         if self.objective == "defsent":
             mixed = [
                 option
@@ -216,8 +206,4 @@ class TrainConfig:
                     f"{', '.join(mixed)}: DefSent+ options; --objective defsent predicts the word through the frozen "
                     "word head (--word-head) over the vocabulary"
                 )
-        from ..evaluation.criteria import CRITERIA
-
-        if self.eval_on not in CRITERIA:
-            raise DefsentError(f"--eval-on must be one of {', '.join(CRITERIA)}, not {self.eval_on!r}")
         return self

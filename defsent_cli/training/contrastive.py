@@ -50,16 +50,26 @@ as every objective's.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..constraints import OneOf
 from ..encoder.head import PoolerHead, fresh_mlp
 from ..encoder.tokenize import tokenize
 from ..errors import DefsentError, count
-from .config import CONTRASTIVE_OBJECTIVES, DELETION, STOP_GRADIENTS, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
+from .config import (
+    CONTRASTIVE_OBJECTIVES,
+    DELETION,
+    DELETION_RULE,
+    DICTIONARY_SPLITS,
+    POSITIVE,
+    STOP_GRADIENTS,
+    TEMPERATURE,
+    TSDAE_POOLINGS,
+    TrainConfig,
+)
 from .forward import TrainForward, batch, forward
 from .loss import info_nce
 from .objective import Objective, ObjectiveRun, register
@@ -72,6 +82,13 @@ class Contrastive(Objective):
 
     name, kind = "simcse", "contrastive"
     mlm = True  # takes --mlm-weight (forward.py)
+    constraints = {
+        "objective": OneOf(CONTRASTIVE_OBJECTIVES),
+        "split": OneOf(DICTIONARY_SPLITS),
+        "temperature": POSITIVE,
+        "deletion": DELETION_RULE,
+        "stop_gradient": OneOf(STOP_GRADIENTS, optional=True),
+    }
     clip_modules = False  # the MLP's gradients were never clipped: the encoder's alone (Loop.clipped)
 
     def __init__(
@@ -102,18 +119,9 @@ class Contrastive(Objective):
     def check(self, config: TrainConfig) -> None:
         """The settings beyond :class:`TrainConfig`, checked (one-line errors); ``--mlp``'s default follows the
         pooling."""
+        super().check(config)
         if config.pooling not in TSDAE_POOLINGS:
             raise DefsentError(f"simcse pools with cls or mean, not {config.pooling!r}")
-        if self.variant not in CONTRASTIVE_OBJECTIVES:
-            raise DefsentError(f"--objective must be one of {', '.join(CONTRASTIVE_OBJECTIVES)}, not {self.variant!r}")
-        if not (math.isfinite(self.deletion) and 0 <= self.deletion < 1):
-            raise DefsentError(f"--deletion must be in [0, 1), got {self.deletion}")
-        if not (math.isfinite(self.temperature) and self.temperature > 0):
-            raise DefsentError(f"--temperature must be a finite number > 0, got {self.temperature}")
-        if self.stop_gradient not in STOP_GRADIENTS:
-            raise DefsentError(
-                f"--stop-gradient must be one of {', '.join(STOP_GRADIENTS)}, not {self.stop_gradient!r}"
-            )
         self.mlp = config.pooling == "cls" if self.mlp is None else bool(self.mlp)
 
     def read(self, path: Path, config: TrainConfig) -> list[str]:

@@ -57,6 +57,7 @@ class Definitions(Objective):
         self.shard: BankShard | None = None  # --shard-bank: this process's rows of the bank (else self.bank is all)
 
     def check(self, config: TrainConfig) -> None:
+        super().check(config)
         if config.objective != "defsent" and self.bank_path is None:
             raise DefsentError("--objective defsent-plus trains against an entry bank: pass --bank BANK.h5")
 

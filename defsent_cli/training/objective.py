@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from .. import distributed
+from ..constraints import Constraint, check_all
 from ..encoder.models import load_model
 from ..encoder.pooling import get_pooling
 from ..encoder.word_head import load_word_head
@@ -90,8 +91,14 @@ class Objective:
         """The objective's own settings: recorded, and required equal on ``--resume``."""
         return {}
 
+    #: the constraints of :meth:`settings`, by name (``constraints.py``): checked by :meth:`check`
+    constraints: ClassVar[dict[str, Constraint]] = {}
+
     def check(self, config: TrainConfig) -> None:
-        """Refuse settings that cannot run (one-line :class:`DefsentError`), before anything loads."""
+        """Refuse settings that cannot run (one-line :class:`DefsentError`), before anything loads: by default
+        each of :meth:`settings` against :attr:`constraints` (an objective that ties settings together adds its
+        rules after ``super().check(config)``)."""
+        check_all(self.settings(), self.constraints)
 
     def read(self, path: Path, config: TrainConfig):
         """The training items of ``path``, read and checked before the model loads (handed to :meth:`setup`)."""

@@ -30,13 +30,14 @@ import numpy as np
 import torch
 
 from .. import distributed
+from ..constraints import OneOf
 from ..encoder.head import PoolerHead
 from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError, count
 from ..formats.dictionary import seeded_sample
 from ..formats.pairs import read_scored_pairs
-from .config import PAIR_LOSSES, TrainConfig
+from .config import PAIR_LOSSES, POSITIVE, TrainConfig
 from .data import TrainingData
 from .forward import TrainForward
 from .objective import Objective, ObjectiveRun, register
@@ -63,6 +64,7 @@ class Pairs(Objective):
     data_argument = "PAIRS"
     best_prefix = ""  # the kept-best weights are bare in the state, as they have always been
     freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
+    constraints = {"loss": OneOf(PAIR_LOSSES), "max_score": POSITIVE}
 
     def __init__(self, loss: str = "cosine", max_score: float = 5.0):
         self.loss_name, self.max_score = loss, float(max_score)

@@ -29,10 +29,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..constraints import OneOf
 from ..encoder.encode import model_mask
 from ..encoder.tokenize import has_padding, on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError, count
+from .config import POSITIVE
 from .objective import register
 from .pairs import Pairs
 
@@ -165,16 +167,13 @@ class Teacher(Pairs):
     loss."""
 
     name = kind = "teacher"
+    constraints = {"arch": OneOf(ARCHES), "max_score": POSITIVE}
 
     def __init__(self, arch: str = "ce", max_score: float = 5.0, special_tokens: bool = True):
         super().__init__(loss="cosine", max_score=max_score)
         self.arch, self.special_tokens = arch, special_tokens
         self.sentence_transformer = arch == "cbe"  # a CE folder is a sentence-transformers CrossEncoder instead
         self.freeze_pooler = arch == "cbe"  # the CE's classifier reads BERT's pooler
-
-    def check(self, config) -> None:
-        if self.arch not in ARCHES:
-            raise DefsentError(f"--arch must be one of {', '.join(ARCHES)}, not {self.arch!r}")
 
     def model_options(self) -> dict:
         return {"regression_head": self.arch == "ce"}  # the CE: the encoder with a one-logit head on [CLS]

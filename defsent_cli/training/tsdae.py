@@ -24,15 +24,24 @@ Defaults from the paper: AdamW, constant lr 3e-5, no warm-up, weight decay 0, ba
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..constraints import OneOf
 from ..encoder.tokenize import pad_batch, pad_id, to_device, tokenize
 from ..errors import DefsentError, count
-from .config import DELETION, TEMPERATURE, TSDAE_POOLINGS, TrainConfig
+from .config import (
+    DELETION,
+    DELETION_RULE,
+    DICTIONARY_SPLITS,
+    NON_NEGATIVE,
+    POSITIVE,
+    TEMPERATURE,
+    TSDAE_POOLINGS,
+    TrainConfig,
+)
 from .loss import info_nce
 from .objective import Objective, ObjectiveRun, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
@@ -58,6 +67,12 @@ class Tsdae(Objective):
 
     name = kind = "tsdae"
     one_process = True
+    constraints = {
+        "deletion": DELETION_RULE,
+        "split": OneOf(DICTIONARY_SPLITS),
+        "nm_weight": NON_NEGATIVE,
+        "temperature": POSITIVE,
+    }
 
     def __init__(
         self, deletion: float = DELETION, split: str = "train", nm_weight: float = 0.0, temperature: float = TEMPERATURE
@@ -69,14 +84,9 @@ class Tsdae(Objective):
         return {"deletion": self.deletion, "split": self.split, **nm}
 
     def check(self, config: TrainConfig) -> None:
+        super().check(config)
         if config.pooling not in TSDAE_POOLINGS:
             raise DefsentError(f"tsdae pools with cls or mean, not {config.pooling!r}")
-        if not 0 <= self.deletion < 1:
-            raise DefsentError(f"--deletion must be in [0, 1), got {self.deletion}")
-        if not (math.isfinite(self.nm_weight) and self.nm_weight >= 0):
-            raise DefsentError(f"--nm-weight must be a finite number >= 0, got {self.nm_weight}")
-        if not (math.isfinite(self.temperature) and self.temperature > 0):
-            raise DefsentError(f"--temperature must be a finite number > 0, got {self.temperature}")
 
     def read(self, path: Path, config: TrainConfig) -> list[str]:
         texts = sample_sentences(path, self.split, config)
