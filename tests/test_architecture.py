@@ -79,12 +79,12 @@ def test_library_never_imports_the_command_line_nor_talks_to_the_terminal():
         assert not printing, f"{name} prints at lines {printing}; use defsent_cli.log"
 
 
+#: the layer every other imports and that imports none of them (constraints.py: the rules settings obey)
+BOTTOM = ("defsent_cli.formats", "defsent_cli.io", "defsent_cli.errors", "defsent_cli.log", "defsent_cli.constraints")
+
+
 def test_formats_and_io_depend_on_nothing_above_them():
     for name, tree in MODULES.items():
-        if name.startswith(("defsent_cli.formats", "defsent_cli.io", "defsent_cli.errors", "defsent_cli.log")):
-            above = [
-                m
-                for m in _imports(name, tree)
-                if not m.startswith(("defsent_cli.formats", "defsent_cli.io", "defsent_cli.errors", "defsent_cli.log"))
-            ]
+        if name.startswith(BOTTOM):
+            above = [m for m in _imports(name, tree) if not m.startswith(BOTTOM)]
             assert above in ([], ["defsent_cli"]), f"{name} imports {above}"
