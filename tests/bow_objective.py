@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from defsent_cli.constraints import Interval
 from defsent_cli.encoder.pooling import PoolingInput
 from defsent_cli.encoder.tokenize import pad_batch, pad_id, to_device
-from defsent_cli.errors import DefsentError, count
+from defsent_cli.errors import count
 from defsent_cli.training.objective import Objective, register
 from defsent_cli.training.sentences import sample_sentences, sentence_data
 
@@ -21,16 +22,13 @@ from defsent_cli.training.sentences import sample_sentences, sentence_data
 @register
 class BagOfWords(Objective):
     name = kind = "bag-of-words"
+    constraints = {"positive_weight": Interval(0, closed="right")}  # checked by Objective.check
 
     def __init__(self, positive_weight: float = 1.0):
         self.positive_weight = positive_weight
 
     def settings(self) -> dict:
         return {"positive_weight": self.positive_weight}
-
-    def check(self, config) -> None:
-        if not self.positive_weight > 0:
-            raise DefsentError(f"--positive-weight must be > 0, got {self.positive_weight}")
 
     def read(self, path, config):
         return sample_sentences(path, "train", config)

@@ -27,6 +27,10 @@ def test_a_registered_objective_trains_saves_resumes_and_loads(tiny_bert, tmp_pa
     assert OBJECTIVES["bag-of-words"] is BagOfWords
     sentences = tmp_path / "s.txt"
     sentences.write_text("".join(line + "\n" for line in CORPUS))
+    # its declared constraint is checked for it, in the one wording, before anything loads
+    with pytest.raises(DefsentError, match=r"^--positive-weight must be a finite number > 0, got 0.0$"):
+        run.objective_fit(BagOfWords(0.0), sentences, tiny_bert, tmp_path / "bad", _config(), show_progress=False)
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "bad.partial").exists()
     full = run.objective_fit(BagOfWords(2.0), sentences, tiny_bert, tmp_path / "full", _config(), show_progress=False)
     assert full["kind"] == "bag-of-words" and full["positive_weight"] == 2.0 and full["steps"] == 6
     assert full["final_loss"] < full["loss_curve"][0][1]
