@@ -82,7 +82,7 @@ class Definitions(Objective):
             self.word_head = run.word_head()
             self.head = self.word_head.transform
             vectors = self.word_head.matrix
-            self.data = word_training_data(run.dictionary, loaded.tokenizer, run.pool, run.max_length, config)
+            run.data = word_training_data(run.dictionary, loaded.tokenizer, run.pool, run.max_length, config)
             self.bank_attrs, self.n_bank = {}, int(vectors.shape[0])
         else:
             if config.mlm_weight:  # the frozen word-prediction layer of the auxiliary MLM loss, loaded first as always
@@ -103,7 +103,7 @@ class Definitions(Objective):
             self.head = setup_pooler(
                 run.model, config.pooler, loaded.transformer_dir, loaded.missing_keys, warn=distributed.is_main()
             )
-            self.data = training_data(run.dictionary, bank.splits, loaded.tokenizer, run.pool, run.max_length, config)
+            run.data = training_data(run.dictionary, bank.splits, loaded.tokenizer, run.pool, run.max_length, config)
         # float16 halves the bank's memory (all of it, or the shard, in every process); the loss math stays float32.
         if self.shard is not None:
             self.bank, self.bank_mean = self.shard.rows, None
@@ -115,7 +115,7 @@ class Definitions(Objective):
         if config.embeddings_frozen:  # DefSent: freeze_token_embeddings (the whole embedding layer)
             embeddings = getattr(run.model, "embeddings", None) or run.model.get_input_embeddings()
             embeddings.requires_grad_(False)
-        run.data, run.head = self.data, self.head
+        run.head = self.head
         run.net = TrainForward(run.model, self.head, run.pool)  # DDP-wrapped by distribute()
 
     def param_groups(self, run: ObjectiveRun, encoder: list, modules: list) -> list[dict]:
@@ -138,7 +138,7 @@ class Definitions(Objective):
         With the bank sharded (``--shard-bank``) the cross-entropy is over the whole global batch
         (``run.global_batch``), from this process's rows of the bank: a :class:`StepLoss` then."""
         config, device = run.config, run.device
-        definitions = batch(run, [self.data.token_ids[i] for i in index])
+        definitions = batch(run, [run.data.token_ids[i] for i in index])
         head_only = run.step < config.head_warmup_steps  # a head warm-up trains the head alone: no MLM pass
         reps, mlm_loss = forward(run, definitions, mlm_on=None if head_only else definitions, head_only=head_only)
         if config.logits == "cosine":
@@ -146,9 +146,9 @@ class Definitions(Objective):
         if config.logit_scale != 1.0:
             reps = reps * config.logit_scale
         if self.shard is not None:
-            labels = to_device(torch.from_numpy(self.data.labels[run.global_batch]), device)
+            labels = to_device(torch.from_numpy(run.data.labels[run.global_batch]), device)
             return StepLoss(self.shard.loss(reps, labels, run.sizes, config.label_smoothing), mlm_loss)
-        labels = to_device(torch.from_numpy(self.data.labels[index]), device)
+        labels = to_device(torch.from_numpy(run.data.labels[index]), device)
         loss = bank_cross_entropy(
             reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
         )
@@ -158,7 +158,7 @@ class Definitions(Objective):
         config = run.config
         against = "vocabulary tokens" if config.objective == "defsent" else "entries"
         return (
-            f"training {run.base_model} on {count(len(self.data), 'definition')} against {self.n_bank:,} {against} "
+            f"training {run.base_model} on {count(len(run.data), 'definition')} against {self.n_bank:,} {against} "
             f"({config.pooling} pooling, head {self.head.mode_description}, lr {config.lr:g}, "
             f"batch {config.batch_size}, {count(run.total_steps, 'step')}, seed {config.seed}"
             + (f", bank sharded: 1/{run.world} of its rows in each process" if self.shard is not None else "")
@@ -172,7 +172,7 @@ class Definitions(Objective):
         return {WORD_HEAD_FILE: work_dir / WORD_HEAD_FILE}
 
     def record(self, run: ObjectiveRun) -> dict:
-        config, defs = run.config, len(self.data)
+        config, defs = run.config, len(run.data)
         return {
             "kind": self.kind,
             "pooling": config.inference_pooling or config.pooling,
@@ -183,7 +183,7 @@ class Definitions(Objective):
             "dictionary": str(run.dictionary.resolve()),
             **self._target_info(run),
             "training_definitions": defs,
-            "training_entries": self.data.n_entries_trained,
+            "training_entries": run.data.n_entries_trained,
             "definitions_per_second": round(
                 min(run.step * config.batch_size, defs * config.epochs) / max(run.elapsed, 1e-9), 2
             ),
@@ -196,7 +196,7 @@ class Definitions(Objective):
             return {
                 "word_head": self.word_head.kind,
                 "vocabulary": self.n_bank,
-                "multi_token_entries_skipped": self.data.skipped_entries,
+                "multi_token_entries_skipped": run.data.skipped_entries,
             }
         return {
             "bank": str(self.bank_path.resolve()),
