@@ -242,6 +242,10 @@ CASES = [
     Case("train warmup 1", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--warmup-ratio", "1"], 2, "--warmup-ratio"),
     Case("train smoothing 1", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--label-smoothing", "1"], 2, "--label-smoothing"),
     Case("train seed negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--seed", "-5"], 2, "--seed"),
+    Case("train nm-weight negative", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--nm-weight", "-1"], 2, "'--nm-weight': must be a finite number >= 0, got -1.0"),
+    Case("train nm-temperature 0", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--nm-weight", "0.1", "--nm-temperature", "0"], 2, "'--nm-temperature': must be a finite number > 0, got 0.0"),
+    Case("train-pairs nm-deletion 1", lambda w, o: ["train-pairs", w.texts, "-m", w.bert, "-o", _o(o), "--nm-weight", "0.1", "--nm-deletion", "1"], 2, "'--nm-deletion': must be a finite number in [0, 1), got 1.0"),
+    Case("simcse nm with --nm-weight", lambda w, o: ["simcse", w.texts, "-m", w.bert, "-o", _o(o), "--objective", "nm", "--nm-weight", "0.1"], 2, "--objective nm is Noise Matching already"),
     Case("train seed too large", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--seed", str(2**40)], 2, "--seed"),
     Case("train max-length too long", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--max-length", "100000"], 2, "--max-length 100000"),
     Case("train inference pooling", lambda w, o: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", _o(o), "--inference-pooling", "nonsense"], 2, "'nonsense' is not one of"),
@@ -708,6 +712,9 @@ INEFFECTIVE = [
     ("simcse --word-head without --mlm-weight", lambda w, o: [*_simcse(w, o), "--word-head", "embeddings"], {}, "--word-head has no effect"),
     ("simcse --eval-on without --eval-every", lambda w, o: [*_simcse(w, o), "--eval-on", "stsb-dev"], {}, "--eval-on has no effect"),
     ("simcse --split on a text file", lambda w, o: [*_simcse(w, o), "--split", "all"], {}, "--split has no effect"),
+    ("train --nm-temperature without --nm-weight", lambda w, o: [*_train(w, o), "--nm-temperature", "0.1"], {}, "--nm-temperature has no effect"),
+    ("train --nm-deletion with --nm-weight", lambda w, o: [*_train(w, o), "--nm-weight", "0.1", "--nm-deletion", "0.3"], {}, None),
+    ("simcse --nm-deletion without --nm-weight", lambda w, o: [*_simcse(w, o), "--nm-deletion", "0.3"], {}, "--nm-deletion has no effect"),
 ]  # fmt: skip
 
 
@@ -931,6 +938,8 @@ RESUME = [
     ("simcse on the corpus reordered", lambda w, r, again: ["simcse", r.reordered if again else w.texts, "-m", w.bert, "-b", "4"], "SENTENCES"),
     ("simcse with another --limit", lambda w, r, again: ["simcse", w.texts, "-m", w.bert, "-b", "4", "--limit", "60" if again else "80"], "--limit 60 (saved: 80)"),
     ("tsdae on another corpus", lambda w, r, again: ["tsdae", r.other if again else w.texts, "-m", w.bert, "-b", "2"], "SENTENCES"),
+    ("train with another --nm-weight", lambda w, r, again: ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-b", "2", "--nm-weight", "0.5" if again else "0.1"], "--nm-weight 0.5 (saved: 0.1)"),
+    ("simcse with --nm-weight added", lambda w, r, again: ["simcse", w.texts, "-m", w.bert, "-b", "4", *(["--nm-weight", "0.1"] if again else [])], "--nm-weight 0.1 (saved: not given)"),
     ("tsdae with --nm-weight added", lambda w, r, again: ["tsdae", w.texts, "-m", w.bert, "-b", "2", *(["--nm-weight", "1"] if again else [])], "--nm-weight 1.0 (saved: not given)"),
     ("train-pairs on other pairs", lambda w, r, again: ["train-pairs", r.other_pairs if again else r.pairs, "-m", w.bert, "-b", "4", "--eval-every", "0"], "PAIRS"),
     ("teacher on other pairs", lambda w, r, again: ["teacher", r.other_pairs if again else r.pairs, "-m", w.bert, "-b", "4", "--eval-every", "0"], "PAIRS"),

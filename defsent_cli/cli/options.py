@@ -31,6 +31,7 @@ from ..training.config import (
     TRAIN_POOLINGS,
     TSDAE_POOLINGS,
 )
+from ..training.config import NON_NEGATIVE as TRAIN_NON_NEGATIVE
 from ..training.config import POSITIVE as TRAIN_POSITIVE
 
 
@@ -269,6 +270,37 @@ MlmProbability = Annotated[
         help="Share of tokens masked for --mlm-weight.",
     ),
 ]
+NmWeight = Annotated[
+    float,
+    typer.Option(
+        "--nm-weight",
+        callback=constrained(TRAIN_NON_NEGATIVE),
+        help="Add this times Noise Matching's InfoNCE (Reiml 2023): each sentence with --nm-deletion of its words "
+        "deleted is pulled onto the vector this objective trains for the original (stop-gradient), the batch's other "
+        "damaged sentences its negatives.",
+    ),
+]
+NmTemperature = Annotated[
+    float,
+    typer.Option(
+        "--nm-temperature", callback=constrained(TRAIN_POSITIVE), help="Temperature of --nm-weight's InfoNCE."
+    ),
+]
+NmDeletion = Annotated[
+    float,
+    typer.Option(
+        "--nm-deletion", callback=constrained(DELETION_RULE), help="Share of words --nm-weight deletes from a sentence."
+    ),
+]
+
+
+def noise_matching(weight: float, temperature: float, deletion: float):
+    """The +NM term of ``--nm-weight`` (None when it is 0)."""
+    from ..training.noise_matching import NoiseMatching  # torch: imported by the command, not by --help
+
+    return NoiseMatching(weight, temperature, deletion) if weight else None
+
+
 Batching = choices("Batching", BATCHINGS)
 TrainPrecisionName = choices("TrainPrecisionName", TRAIN_PRECISIONS)
 EvalOn = choices("EvalOn", CRITERIA)
@@ -279,9 +311,11 @@ TeacherEvalOn = choices("TeacherEvalOn", ("dev", "stsb-dev"))
 Keep = choices("Keep", KEEP)
 
 
-def training_warnings(eval_every: int, mlm_weight: float | None = None) -> list[tuple[str, bool, str]]:
+def training_warnings(
+    eval_every: int, mlm_weight: float | None = None, nm_weight: float | None = None
+) -> list[tuple[str, bool, str]]:
     """The ``warn_ineffective`` rows of the options every trainer shares: evaluation without --eval-every, and
-    (a command with --mlm-weight) MLM settings without --mlm-weight."""
+    (a command with --mlm-weight, --nm-weight) their settings without them."""
     never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"
     rows = [
         ("eval_on", not eval_every, f"--eval-on has no effect: {never}"),
@@ -291,6 +325,11 @@ def training_warnings(eval_every: int, mlm_weight: float | None = None) -> list[
         rows.append(
             ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)")
         )
+    if nm_weight is not None:
+        rows += [
+            (name, not nm_weight, f"--{name.replace('_', '-')} has no effect without --nm-weight (no Noise Matching)")
+            for name in ("nm_temperature", "nm_deletion")
+        ]
     return rows
 
 

@@ -58,6 +58,9 @@ def simcse_command(
     ] = StopGradient.original,
     mlm_weight: opt.MlmWeight = 0.0,
     mlm_probability: opt.MlmProbability = 0.15,
+    nm_weight: opt.NmWeight = 0.0,
+    nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
+    nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
     word_head: opt.WordHead = None,
     split: opt.SentenceSplit = opt.SentenceSplitName.train,
     lr=loop(3e-5, help="Peak learning rate (linear decay)."),
@@ -91,6 +94,7 @@ def simcse_command(
     Examples:
       defsent simcse corpus.txt -m BASE -o simcse/
       defsent simcse corpus.txt -m BASE --objective nm --mlm-weight 0.1 -o mlm-nm/
+      defsent simcse corpus.txt -m BASE --nm-weight 0.1 -o simcse-nm/
       defsent simcse dict.jsonl -m BASE --limit 10000 --eval-every 125 \\
           --eval-on stsb-dev -o simcse-defs/
 
@@ -106,7 +110,7 @@ def simcse_command(
     warn_ineffective(
         ctx,
         [
-            *opt.training_warnings(eval_every, mlm_weight),
+            *opt.training_warnings(eval_every, mlm_weight, nm_weight),
             ("word_head", not mlm_weight, "--word-head has no effect without --mlm-weight (no MLM loss)"),
             ("deletion", not nm, "--deletion has no effect: only --objective nm deletes words"),
             ("stop_gradient", not nm, "--stop-gradient has no effect: it picks a side of --objective nm's pair"),
@@ -138,6 +142,7 @@ def simcse_command(
         force=force,
         show_progress=show_progress,
         data=data,
+        nm=opt.noise_matching(nm_weight, nm_temperature, nm_deletion),
     )
     if distributed.is_main():
         kept = (

@@ -76,6 +76,9 @@ def train_command(
     ] = None,
     mlm_weight: opt.MlmWeight = 0.0,
     mlm_probability: opt.MlmProbability = 0.15,
+    nm_weight: opt.NmWeight = 0.0,
+    nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
+    nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
     pooling: Annotated[
         opt.TrainPooling | None,
         typer.Option("--pooling", "-p", help=f"Pooling before the head, in training. {opt.OWN_POOLING_HELP}"),
@@ -204,6 +207,7 @@ def train_command(
       defsent train dict.jsonl --bank bank.h5 -m bert-base/ --lr 5e-5 -o ckpt-1/
       defsent train dict.jsonl --objective defsent -m bert-base/ -o defsent-1/
       defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o mlm/
+      defsent train dict.jsonl --bank bank.h5 -m BASE --nm-weight 0.1 -o nm/
 
     Pooling and head follow the model (its own pooling, CLS for a plain BERT; no head where its pooler is
     untrained); --pooling and --pooler choose. --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant,
@@ -221,7 +225,7 @@ def train_command(
     warn_ineffective(
         ctx,
         [
-            *opt.training_warnings(eval_every, mlm_weight),
+            *opt.training_warnings(eval_every, mlm_weight, nm_weight),
             (
                 "word_head",
                 objective_name == "defsent-plus" and not mlm_weight,
@@ -257,7 +261,16 @@ def train_command(
         head_warmup_steps=head_warmup_steps,
     )
     info = train(
-        dictionary, bank, model, output, config, resume=resume, force=force, show_progress=show_progress, data=data
+        dictionary,
+        bank,
+        model,
+        output,
+        config,
+        resume=resume,
+        force=force,
+        show_progress=show_progress,
+        data=data,
+        nm=opt.noise_matching(nm_weight, nm_temperature, nm_deletion),
     )
     if distributed.is_main():
         say(

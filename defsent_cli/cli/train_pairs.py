@@ -34,6 +34,9 @@ def train_pairs_command(
     pooling: Annotated[
         opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling of each sentence (SBERT: mean).")
     ] = opt.TrainPooling.mean,
+    nm_weight: opt.NmWeight = 0.0,
+    nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
+    nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
     lr=loop(),
     batch_size=loop(16, help="Pairs per step."),
     epochs=loop(3),
@@ -75,7 +78,7 @@ def train_pairs_command(
     read_scored_pairs(pairs, max_score, "train-pairs", quiet=True)  # a bad file fails before torch loads
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
-    warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every))
+    warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every, nm_weight=nm_weight))
     config = loop_config(locals(), defaults=EACH_EPOCH, pooler="none", pooling=opt.value(pooling))
     info = train_on_pairs(
         pairs,
@@ -88,6 +91,7 @@ def train_pairs_command(
         data=data,
         loss=opt.value(loss),
         max_score=max_score,
+        nm=opt.noise_matching(nm_weight, nm_temperature, nm_deletion),
     )
     if distributed.is_main():
         say(opt.trained_summary(output, info, count(info["training_pairs"], "pair")))

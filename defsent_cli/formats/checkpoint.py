@@ -272,6 +272,7 @@ def model_card(name: str, info: dict) -> str:
             lines.append(_row("training sentences", info.get("training_sentences", "?")))
         lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
         keys = ("objective", "loss", "max_score", "deletion", "stop_gradient", "temperature", "mlp", "nm_weight")
+        keys += ("nm_temperature", "nm_deletion")  # the +NM term of any objective (training/noise_matching.py)
         for key in (*keys, "train_pooling"):
             if info.get(key) is not None:
                 lines.append(_row(key, info[key]))

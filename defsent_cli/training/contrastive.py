@@ -70,7 +70,7 @@ from .config import (
     TSDAE_POOLINGS,
     TrainConfig,
 )
-from .forward import TrainForward, batch, forward
+from .forward import TrainForward, batch, forward, noised
 from .loss import info_nce
 from .objective import Objective, ObjectiveRun, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
@@ -81,7 +81,7 @@ class Contrastive(Objective):
     """SimCSE or Noise Matching (``objective``): in-batch negatives as the loss, a training-only MLP, + λ · MLM."""
 
     name, kind = "simcse", "contrastive"
-    mlm = True  # takes --mlm-weight (forward.py)
+    mlm = nm = True  # takes --mlm-weight and (objective simcse) --nm-weight (forward.py)
     constraints = {
         "objective": OneOf(CONTRASTIVE_OBJECTIVES),
         "split": OneOf(DICTIONARY_SPLITS),
@@ -124,6 +124,11 @@ class Contrastive(Objective):
             raise DefsentError(f"simcse pools with cls or mean, not {config.pooling!r}")
         self.mlp = config.pooling == "cls" if self.mlp is None else bool(self.mlp)
 
+    def nm_refusal(self) -> str | None:
+        if self.variant == "nm":
+            return "--objective nm is Noise Matching already; --nm-weight adds it to another objective (simcse)"
+        return None
+
     def read(self, path: Path, config: TrainConfig) -> list[str]:
         texts = sample_sentences(path, self.split, config)
         check_negatives(texts, config.batch_size, "SimCSE" if self.variant == "simcse" else "Noise Matching", path)
@@ -162,12 +167,12 @@ class Contrastive(Objective):
     # --- the loss ------------------------------------------------------------------------------------------
 
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
-        """InfoNCE of this process's queries against the global batch's keys (+ λ · MLM)."""
+        """InfoNCE of this process's queries against the global batch's keys (+ λ · MLM, + λ · NM)."""
         n = len(index)
         originals = [run.data.token_ids[i] for i in index]
         if self.variant == "simcse":
             views = batch(run, originals + originals)  # both views in one pass; the MLM masks both (SimCSE)
-            reps, mlm_loss = forward(run, views, mlm_on=views)
+            reps, aux = forward(run, views, mlm_on=views, nm_on=noised(run, index))  # +NM: the first views
             queries, keys = reps[:n], reps[n:]
         else:
             texts = [self.damaged[i] for i in index.tolist()]
@@ -175,16 +180,16 @@ class Contrastive(Objective):
             original, damaged = batch(run, originals), batch(run, damaged_ids)
             if self.stop_gradient == "none":  # both sides learn: one pass over both
                 both = batch(run, originals + damaged_ids)
-                reps, mlm_loss = forward(run, both, mlm_on=original)
+                reps, aux = forward(run, both, mlm_on=original)
                 queries, keys = reps[:n], reps[n:]
             else:
                 learns, fixed = (damaged, original) if self.stop_gradient == "original" else (original, damaged)
                 with torch.no_grad():  # the stop-gradient side: no graph at all
                     targets = forward(run, fixed)[0]
-                moving, mlm_loss = forward(run, learns, mlm_on=original)
+                moving, aux = forward(run, learns, mlm_on=original)
                 queries, keys = (targets, moving) if self.stop_gradient == "original" else (moving, targets)
         loss = info_nce(queries, keys, scale=1.0 / self.temperature, sizes=run.sizes)
-        return loss if mlm_loss is None else loss + mlm_loss
+        return loss if aux is None else loss + aux
 
     # --- the run's note, record and state --------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from ..formats.bank import check_bank_matches, open_bank
 from ..formats.dictionary import check_dictionary
 from .config import TrainConfig
 from .data import training_data, word_training_data
-from .forward import TrainForward, batch, forward
+from .forward import TrainForward, batch, forward, noised
 from .loop import StepLoss
 from .loss import bank_cross_entropy
 from .objective import Objective, ObjectiveRun, register
@@ -48,7 +48,7 @@ class Definitions(Objective):
 
     name = kind = "train"
     data_argument = "DICTIONARY"
-    mlm = True  # takes --mlm-weight (forward.py)
+    mlm = nm = True  # takes --mlm-weight and --nm-weight (forward.py)
     dev_key = None  # the state's document is the dev tracker's own, as train's always was
     best_prefix = ""  # and the kept-best weights bare
 
@@ -133,26 +133,29 @@ class Definitions(Objective):
 
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor | StepLoss:
         """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row
-        (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM.
+        (objective defsent: the word head's vocabulary logits, cross-entropy on the entry's token); + λ · MLM,
+        + λ · NM of the definitions.
 
         With the bank sharded (``--shard-bank``) the cross-entropy is over the whole global batch
         (``run.global_batch``), from this process's rows of the bank: a :class:`StepLoss` then."""
         config, device = run.config, run.device
         definitions = batch(run, [run.data.token_ids[i] for i in index])
         head_only = run.step < config.head_warmup_steps  # a head warm-up trains the head alone: no MLM pass
-        reps, mlm_loss = forward(run, definitions, mlm_on=None if head_only else definitions, head_only=head_only)
+        reps, aux = forward(
+            run, definitions, mlm_on=None if head_only else definitions, head_only=head_only, nm_on=noised(run, index)
+        )
         if config.logits == "cosine":
             reps = torch.nn.functional.normalize(reps, dim=1)
         if config.logit_scale != 1.0:
             reps = reps * config.logit_scale
         if self.shard is not None:
             labels = to_device(torch.from_numpy(run.data.labels[run.global_batch]), device)
-            return StepLoss(self.shard.loss(reps, labels, run.sizes, config.label_smoothing), mlm_loss)
+            return StepLoss(self.shard.loss(reps, labels, run.sizes, config.label_smoothing), aux)
         labels = to_device(torch.from_numpy(run.data.labels[index]), device)
         loss = bank_cross_entropy(
             reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
         )
-        return loss if mlm_loss is None else loss + mlm_loss
+        return loss if aux is None else loss + aux
 
     def describe(self, run: ObjectiveRun) -> str:
         config = run.config

@@ -48,6 +48,7 @@ from ..evaluation.criteria import Criterion
 from .config import TrainConfig
 from .loop import Loop
 from .mlm import MaskedLM
+from .noise_matching import NoiseMatching
 
 #: Every registered objective by its name (:func:`register`).
 OBJECTIVES: dict[str, type[Objective]] = {}
@@ -81,6 +82,9 @@ class Objective:
     dev_key: ClassVar[str | None] = "dev"
     #: takes the auxiliary masked-LM loss (``--mlm-weight``), computed by ``forward.forward`` for its batches
     mlm: ClassVar[bool] = False
+    #: takes the auxiliary Noise Matching loss (``--nm-weight``), computed by ``forward.forward`` for the
+    #: sentences its loss hands it (``noise_matching.Noised``)
+    nm: ClassVar[bool] = False
 
     def model_options(self) -> dict:
         """Keyword arguments of ``encoder.models.load_model`` beyond the folder and the device (a Cross-Encoder's
@@ -99,6 +103,10 @@ class Objective:
         each of :meth:`settings` against :attr:`constraints` (an objective that ties settings together adds its
         rules after ``super().check(config)``)."""
         check_all(self.settings(), self.constraints)
+
+    def nm_refusal(self) -> str | None:
+        """Why this objective takes no ``--nm-weight`` (None: it takes it, :attr:`nm`)."""
+        return None if self.nm else f"defsent {self.name} takes no --nm-weight"
 
     def read(self, path: Path, config: TrainConfig):
         """The training items of ``path``, read and checked before the model loads (handed to :meth:`setup`)."""
@@ -173,10 +181,15 @@ class Objective:
 class ObjectiveRun(Loop):
     """The loop of :class:`loop.Loop` for any :class:`Objective`: set-up once, the objective's parts plugged in."""
 
-    def __init__(self, objective: Objective, data: Path, base_model: Path, config: TrainConfig):
+    def __init__(
+        self, objective: Objective, data: Path, base_model: Path, config: TrainConfig, nm: NoiseMatching | None = None
+    ):
         self.objective = objective
         self.config = config.validate()
         objective.check(config)
+        self.nm = nm.check() if nm is not None else None  # the auxiliary +NM term (forward.forward computes it)
+        if nm is not None and objective.nm_refusal():
+            raise DefsentError(objective.nm_refusal())
         self.dictionary, self.base_model = Path(data), Path(base_model)
         items = objective.read(self.dictionary, config)
         self.rank, self.world = distributed.rank(), distributed.world()
@@ -273,10 +286,12 @@ class ObjectiveRun(Loop):
             self.dev = DevTracker(criterion.prepare(), pooling, self.config.kept)
 
     def describe(self) -> str:
-        return self.objective.describe(self)
+        nm = f", + {self.nm.weight:g} x Noise Matching" if self.nm is not None else ""
+        return self.objective.describe(self) + nm
 
     def settings(self) -> dict:
-        return self.objective.settings()
+        """The objective's settings and the +NM term's (compared on ``--resume``)."""
+        return {**self.objective.settings(), **(self.nm.settings() if self.nm is not None else {})}
 
     def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
         doc, tensors = self.objective.state_document(), {}
@@ -306,4 +321,4 @@ class ObjectiveRun(Loop):
         return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}
 
     def info(self) -> dict:
-        return {**self.run_info(), **self.objective.record(self)}
+        return {**self.run_info(), **self.objective.record(self), **(self.nm.settings() if self.nm is not None else {})}

@@ -32,14 +32,14 @@ import torch
 from .. import distributed
 from ..constraints import OneOf
 from ..encoder.head import PoolerHead
-from ..encoder.tokenize import has_padding, pad_batch, to_device, tokenize
-from ..encoder.tokenize import pad_id as padding_id
+from ..encoder.tokenize import to_device, tokenize
 from ..errors import DefsentError, count
 from ..formats.dictionary import seeded_sample
 from ..formats.pairs import read_scored_pairs
 from .config import PAIR_LOSSES, POSITIVE, TrainConfig
 from .data import TrainingData
-from .forward import TrainForward
+from .forward import TrainForward, batch, forward
+from .noise_matching import Noised
 from .objective import Objective, ObjectiveRun, register
 
 
@@ -65,6 +65,7 @@ class Pairs(Objective):
     best_prefix = ""  # the kept-best weights are bare in the state, as they have always been
     freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
     constraints = {"loss": OneOf(PAIR_LOSSES), "max_score": POSITIVE}
+    nm = True  # takes --nm-weight (forward.py): both sentences of each pair
 
     def __init__(self, loss: str = "cosine", max_score: float = 5.0):
         self.loss_name, self.max_score = loss, float(max_score)
@@ -118,13 +119,17 @@ class Pairs(Objective):
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor:
         """The loss of cos(u, v) against the rescaled scores, both sides in one pass."""
         ids = [run.data.token_ids[i] for i in index] + [self.second[i] for i in index]
-        input_ids, attention_mask = pad_batch(ids, padding_id(run.loaded.tokenizer))
-        padded = has_padding(attention_mask)
-        reps = run.net(to_device(input_ids, run.device), to_device(attention_mask, run.device), padded=padded)
+        both = None
+        if run.nm is not None:  # +NM: both sides' sentences, each drawn by its item and side
+            texts = [run.data.texts[i] for i in index] + [self.texts2[i] for i in index]
+            keys = [(int(i), 0) for i in index] + [(int(i), 1) for i in index]
+            both = Noised(texts, keys, per_item=2)
+        reps, aux = forward(run, batch(run, ids), nm_on=both)
         reps = reps.float()
         labels = to_device(torch.from_numpy(run.data.labels[index]), run.device)
         with torch.autocast(reps.device.type, enabled=False):
-            return self.loss_fn.compute_loss_from_embeddings([reps[: len(index)], reps[len(index) :]], labels)
+            loss = self.loss_fn.compute_loss_from_embeddings([reps[: len(index)], reps[len(index) :]], labels)
+        return loss if aux is None else loss + aux
 
     def describe(self, run: ObjectiveRun) -> str:
         config = run.config

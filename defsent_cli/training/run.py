@@ -19,6 +19,7 @@ from ..io import check_output
 from ..log import note
 from .config import TrainConfig
 from .loop import Loop
+from .noise_matching import NoiseMatching
 from .state import STATE_FILE, load_state
 
 
@@ -71,6 +72,7 @@ def train(
     force: bool = False,
     show_progress: bool | None = None,
     data: Path | None = None,
+    nm: NoiseMatching | None = None,
 ) -> dict:
     """Run one training step of PST (:class:`definitions.Definitions`) and write the checkpoint folder; returns its
     ``defsent.json``.
@@ -84,7 +86,9 @@ def train(
 
     if config.objective == "defsent" and bank is not None:
         raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
-    return objective_fit(Definitions(bank), dictionary, base_model, output, config, resume, force, show_progress, data)
+    return objective_fit(
+        Definitions(bank), dictionary, base_model, output, config, resume, force, show_progress, data, nm
+    )
 
 
 def objective_fit(
@@ -97,15 +101,19 @@ def objective_fit(
     force: bool = False,
     show_progress: bool | None = None,
     data: Path | None = None,
+    nm: NoiseMatching | None = None,
 ) -> dict:
     """Train any :class:`objective.Objective` on ``data_file`` and write the encoder (``defsent tsdae``:
     ``tsdae.Tsdae``, ``defsent simcse``: ``contrastive.Contrastive``); with ``config.eval_every`` it is scored on a
-    dev criterion as it trains (evaluation data under ``data``), as :func:`train`."""
+    dev criterion as it trains (evaluation data under ``data``), as :func:`train`; ``nm``: the auxiliary +NM term
+    (``--nm-weight``)."""
     from .objective import ObjectiveRun
 
+    if nm is not None:
+        nm.check()  # before the output folder is touched or anything loads
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data, show_progress, *objective.dev_data(data_file))
-    trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config), criterion)
+    trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config, nm), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 
@@ -178,6 +186,7 @@ def pairs(
     loss: str = "cosine",
     max_score: float = 5.0,
     teacher: dict | None = None,
+    nm: NoiseMatching | None = None,
 ) -> dict:
     """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`pairs.Pairs`), or with ``teacher``
     (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`teachers.Teacher`); writes the model.
@@ -190,4 +199,4 @@ def pairs(
             "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
         )
     objective = Teacher(max_score=max_score, **teacher) if teacher is not None else Pairs(loss, max_score)
-    return objective_fit(objective, pairs_file, base_model, output, config, resume, force, show_progress, data)
+    return objective_fit(objective, pairs_file, base_model, output, config, resume, force, show_progress, data, nm)

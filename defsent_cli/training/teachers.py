@@ -167,6 +167,7 @@ class Teacher(Pairs):
     loss."""
 
     name = kind = "teacher"
+    nm = False  # a teacher scores pairs; it encodes no single sentence for Noise Matching
     constraints = {"arch": OneOf(ARCHES), "max_score": POSITIVE}
 
     def __init__(self, arch: str = "ce", max_score: float = 5.0, special_tokens: bool = True):

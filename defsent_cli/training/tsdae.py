@@ -14,10 +14,12 @@ The noise is ``sentences.damage`` (see there: NLTK's tokenizer would need a run-
 from (seed, step), so a resumed run damages the same sentences the same way.
 
 TSDAE + Noise Matching (Reiml 2023, Table 6.10; ``--nm-weight λ``): on the same batch, the loss adds λ times
-Noise Matching's InfoNCE (``contrastive.py``, ``loss.info_nce``, temperature ``--temperature``): the
+Noise Matching's InfoNCE (``noise_matching.NoiseMatching.loss``, temperature ``--temperature``): the
 damaged sentence's vector, the very one the decoder reads (taken from TSDAE's own encoder pass by a forward
 hook, so there is no second pass), is the key that learns; the original's vector, from a pass without
-gradient (the stop-gradient), its positive; the other damaged sentences of the batch the negatives.
+gradient (the stop-gradient), its positive; the other damaged sentences of the batch the negatives. It is
+TSDAE's own term, not the generic ``--nm-weight`` of the other objectives (``forward.py``), because it shares
+TSDAE's pass and its damaged sentences (its options keep their names: ``--temperature``, ``--deletion``).
 
 Defaults from the paper: AdamW, constant lr 3e-5, no warm-up, weight decay 0, batch 8, CLS pooling.
 """
@@ -42,7 +44,7 @@ from .config import (
     TSDAE_POOLINGS,
     TrainConfig,
 )
-from .loss import info_nce
+from .noise_matching import NoiseMatching
 from .objective import Objective, ObjectiveRun, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
 
@@ -130,7 +132,7 @@ class Tsdae(Objective):
         with torch.no_grad():  # the stop-gradient side: the originals, dropout on as in training
             queries = self.encoder(dict(features[1]))["sentence_embedding"]
         self.encoded.clear()
-        return loss + self.nm_weight * info_nce(queries, keys, scale=1.0 / self.temperature)
+        return loss + NoiseMatching(self.nm_weight, self.temperature, self.deletion).loss(queries, keys)
 
     def describe(self, run: ObjectiveRun) -> str:
         config = run.config
