@@ -12,6 +12,11 @@
 #                            softmax keep general entries; as many steps as FOLDOC alone (--limit = its train
 #                            definitions, drawn from both sources)
 #             foldoc-3ep     FOLDOC alone, three epochs
+#             foldoc-nmL     FOLDOC alone, plus L x Noise Matching of the definitions (train --nm-weight L; e.g.
+#                            foldoc-nm0.1, foldoc-nm1)
+#             foldoc-pst     PST step 2 (DefSent+'s progressive separate training): FOLDOC's AC bank rebuilt
+#                            with the foldoc variant's dev-best seed, a FRESH copy of the base trained against it
+#                            (run after foldoc: its seeds must be there)
 #   env: SEEDS="1 2 3", EVALS="dev sts cluster gloss", SETS=stackoverflow,searchsnippets (the clustering sets
 #        of "cluster", 10 k-means runs), MERGE=1 (WiSE-FT of the dev-best seed; MERGE="" none), WN_SAMPLE=15000,
 #        DICTD=/usr/share/dictd, LR=1e-5, STS_TASKS (eval-sts --tasks; default all seven), MODEL=<bundled
@@ -82,6 +87,18 @@ import json, sys
 print(sum(len(e['definitions']) for e in map(json.loads, open(sys.argv[1], encoding='utf-8')) if e.get('split', 'train') == 'train'))" "$1"
 }
 
+best_seed() {  # best_seed DIR: the seed whose DIR/seed-S-dev.json has the best dev composite (a choice on dev only)
+  python - "$1" <<'EOF'
+import json, re, sys
+from pathlib import Path
+def dev(path):
+    tasks = json.loads(path.read_text())["tasks"]
+    return (tasks["STS-B"]["spearman"] + tasks["SICK-R"]["spearman"]) / 2
+seeds = {int(m[1]): p for p in Path(sys.argv[1]).iterdir() if (m := re.fullmatch(r"seed-(\d+)-dev\.json", p.name))}
+print(min(seeds, key=lambda seed: (-dev(seeds[seed]), seed)) if seeds else "")
+EOF
+}
+
 dictionary foldoc "$DICTD/foldoc.index"  # the glossary's own dictionary and bank: "gloss" evaluates on them
 evaluate base/base "$MODEL"
 for variant in "${VARIANTS[@]}"; do
@@ -94,7 +111,18 @@ for variant in "${VARIANTS[@]}"; do
         --sample "$WN_SAMPLE" -o "$OUT/wordnet-sample.jsonl" --no-progress
       dictionary "$variant" "$OUT/wordnet-sample.jsonl" "$DICTD/foldoc.index"; dir=$OUT/$variant
       args=(--limit "$(train_count "$OUT/foldoc/dict.jsonl")") ;;
-    *) echo "domain.sh: unknown variant $variant (foldoc, foldoc-jargon, foldoc-wn, foldoc-3ep)" >&2; exit 2 ;;
+    foldoc-nm*)
+      weight=${variant#foldoc-nm}
+      [[ $weight =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "domain.sh: $variant: foldoc-nmL needs a weight L, e.g. foldoc-nm0.1" >&2; exit 2; }
+      dir=$OUT/foldoc; args=(--nm-weight "$weight") ;;
+    foldoc-pst)
+      step1=$(best_seed "$OUT/foldoc")
+      [ -n "$step1" ] || { echo "domain.sh: foldoc-pst needs the foldoc variant's seeds and their dev results first" >&2; exit 2; }
+      dir=$OUT/$variant; mkdir -p "$dir"
+      ln -sf ../foldoc/dict.jsonl "$dir/dict.jsonl"
+      [ -f "$dir/bank.h5" ] || timed "foldoc-pst embed-entries (foldoc seed $step1)" defsent embed-entries \
+        "$OUT/foldoc/dict.jsonl" -m "$OUT/foldoc/seed-$step1" --pool cls -o "$dir/bank.h5" --no-progress ;;
+    *) echo "domain.sh: unknown variant $variant (foldoc, foldoc-jargon, foldoc-wn, foldoc-3ep, foldoc-nmL, foldoc-pst)" >&2; exit 2 ;;
   esac
   mkdir -p "$OUT/$variant"
   for seed in $SEEDS; do
@@ -105,16 +133,7 @@ for variant in "${VARIANTS[@]}"; do
   done
   [ -n "$MERGE" ] || continue
   # WiSE-FT of the seed with the best dev composite (a choice on dev data only), alpha chosen on it too
-  best=$(python - "$OUT/$variant" <<'EOF'
-import json, re, sys
-from pathlib import Path
-def dev(path):
-    tasks = json.loads(path.read_text())["tasks"]
-    return (tasks["STS-B"]["spearman"] + tasks["SICK-R"]["spearman"]) / 2
-seeds = {int(m[1]): p for p in Path(sys.argv[1]).iterdir() if (m := re.fullmatch(r"seed-(\d+)-dev\.json", p.name))}
-print(min(seeds, key=lambda seed: (-dev(seeds[seed]), seed)) if seeds else "")
-EOF
-)
+  best=$(best_seed "$OUT/$variant")
   [ -n "$best" ] || continue
   wise=$OUT/$variant/wise-$best
   [ -d "$wise" ] || timed "$variant wise-ft" defsent merge "$MODEL" "$OUT/$variant/seed-$best" --alpha 0:1:0.1 \

@@ -695,3 +695,47 @@ def test_domain_glossary_with_wordnet_gloss_and_wise_ft_on_a_tiny_model(tiny_ber
     assert 0 <= alpha <= 1 and (out / "foldoc-wn" / f"wise-{best}-dict.json").is_file()
     again = run_script("domain.sh", out, "foldoc-wn", data=more, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+@pytest.mark.long
+def test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
+    """examples/domain.sh's foldoc-pst (PST step 2: the AC bank rebuilt with the foldoc variant's dev-best seed, a
+    fresh copy of the ORIGINAL model trained against it) and foldoc-nmL (+ L x Noise Matching); foldoc-pst before
+    the foldoc variant's seeds is a one-line error."""
+    import json
+
+    from test_dictd import FOLDOC_SHORT, write_dictd
+
+    dictd = tmp_path / "dictd"
+    dictd.mkdir()
+    write_dictd(dictd, "foldoc", FOLDOC_SHORT, foldoc_blocks(30))
+    env = {"SEEDS": "1 2", "EVALS": "dev", "MERGE": "", "DICTD": str(dictd), "MODEL": str(tiny_bert)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "out"
+    early = run_script("domain.sh", out, "foldoc-pst", data=more, cwd=tmp_path)
+    assert early.returncode == 2 and "foldoc-pst needs the foldoc variant's seeds" in early.stderr.splitlines()[-1]
+    result = run_script("domain.sh", out, "foldoc", "foldoc-nm0.5", "foldoc-pst", data=more, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    dev = {
+        seed: sum(
+            t["spearman"] for t in json.loads((out / "foldoc" / f"seed-{seed}-dev.json").read_text())["tasks"].values()
+        )
+        for seed in (1, 2)
+    }
+    best = max(dev, key=lambda seed: (dev[seed], -seed))
+    import h5py
+
+    with h5py.File(out / "foldoc-pst" / "bank.h5") as bank:
+        assert Path(bank.attrs["encoder"]).resolve() == (out / "foldoc" / f"seed-{best}").resolve()
+        assert bank.attrs["kind"] == "AC"
+    for seed in (1, 2):
+        info = json.loads((out / "foldoc-pst" / f"seed-{seed}" / "defsent.json").read_text())
+        assert Path(info["base_model"]).resolve() == tiny_bert.resolve()  # a fresh copy of the original
+        assert Path(info["bank"]).resolve() == (out / "foldoc-pst" / "bank.h5").resolve()
+        nm = json.loads((out / "foldoc-nm0.5" / f"seed-{seed}" / "defsent.json").read_text())
+        assert nm["nm_weight"] == 0.5 and Path(nm["dictionary"]).resolve() == (out / "foldoc" / "dict.jsonl").resolve()
+        assert (out / "foldoc-pst" / f"seed-{seed}-dev.json").is_file()
+    bad = run_script("domain.sh", out, "foldoc-nmx", data=more, cwd=tmp_path)
+    assert bad.returncode == 2 and "needs a weight" in bad.stderr.splitlines()[-1]
