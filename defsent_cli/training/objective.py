@@ -188,8 +188,9 @@ class ObjectiveRun(Loop):
         self.config = config.validate()
         objective.check(config)
         self.nm = nm.check() if nm is not None else None  # the auxiliary +NM term (forward.forward computes it)
-        if nm is not None and objective.nm_refusal():
-            raise DefsentError(objective.nm_refusal())
+        refusal = objective.nm_refusal() if nm is not None else None
+        if refusal:
+            raise DefsentError(refusal)
         self.dictionary, self.base_model = Path(data), Path(base_model)
         items = objective.read(self.dictionary, config)
         self.rank, self.world = distributed.rank(), distributed.world()
@@ -291,7 +292,10 @@ class ObjectiveRun(Loop):
 
     def settings(self) -> dict:
         """The objective's settings and the +NM term's (compared on ``--resume``)."""
-        return {**self.objective.settings(), **(self.nm.settings() if self.nm is not None else {})}
+        return {**self.objective.settings(), **self._nm_settings()}
+
+    def _nm_settings(self) -> dict:
+        return self.nm.settings() if self.nm is not None else {}
 
     def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
         doc, tensors = self.objective.state_document(), {}
@@ -321,4 +325,4 @@ class ObjectiveRun(Loop):
         return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}
 
     def info(self) -> dict:
-        return {**self.run_info(), **self.objective.record(self), **(self.nm.settings() if self.nm is not None else {})}
+        return {**self.run_info(), **self.objective.record(self), **self._nm_settings()}

@@ -109,8 +109,6 @@ def objective_fit(
     (``--nm-weight``)."""
     from .objective import ObjectiveRun
 
-    if nm is not None:
-        nm.check()  # before the output folder is touched or anything loads
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data, show_progress, *objective.dev_data(data_file))
     trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config, nm), criterion)

@@ -80,6 +80,7 @@ class Tsdae(Objective):
         self, deletion: float = DELETION, split: str = "train", nm_weight: float = 0.0, temperature: float = TEMPERATURE
     ):
         self.deletion, self.split, self.nm_weight, self.temperature = deletion, split, nm_weight, temperature
+        self.nm_term = NoiseMatching(nm_weight, temperature, deletion) if nm_weight else None  # its InfoNCE
 
     def settings(self) -> dict:
         nm = {"nm_weight": self.nm_weight, "temperature": self.temperature} if self.nm_weight else {}
@@ -132,7 +133,7 @@ class Tsdae(Objective):
         with torch.no_grad():  # the stop-gradient side: the originals, dropout on as in training
             queries = self.encoder(dict(features[1]))["sentence_embedding"]
         self.encoded.clear()
-        return loss + NoiseMatching(self.nm_weight, self.temperature, self.deletion).loss(queries, keys)
+        return loss + self.nm_term.loss(queries, keys)
 
     def describe(self, run: ObjectiveRun) -> str:
         config = run.config
