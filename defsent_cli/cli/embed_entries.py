@@ -16,13 +16,14 @@ from ..formats.dictionary import SPLITS, check_splits
 from ..io import check_output, sha256_file, stdin_as_file
 from ..training.config import PART_DEFINITIONS
 from . import options as opt
-from .boundary import guard
+from .boundary import guard, warn_ineffective
 
 Kind = opt.choices("Kind", KINDS)
 Pool = opt.choices("Pool", KINDS.values())
 
 
 def embed_entries(
+    ctx: typer.Context,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output bank (.h5).", show_default=False)],
     dictionary: Annotated[
         Path | None,
@@ -64,19 +65,37 @@ def embed_entries(
             "by entries of two parts is encoded in each).",
         ),
     ] = PART_DEFINITIONS,
+    texts: Annotated[
+        Path | None,
+        typer.Option(
+            "--texts",
+            help="Domain text, one text per line (your domain's own sentences or titles, never your evaluation's): "
+            "each entry it mentions (its words in a row, whole, any case; not an entry of stop words alone) is "
+            "embedded as the mean of up to --texts-per-entry of those lines instead of its definitions; the "
+            "other entries keep their definitions' mean. docs/domain.md.",
+            show_default=False,
+        ),
+    ] = None,
+    texts_per_entry: Annotated[
+        int,
+        typer.Option("--texts-per-entry", min=1, help="With --texts: the lines kept per entry (the file's first)."),
+    ] = 32,
     device: opt.Device = "auto",
     runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
     precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
-    """Embed every dictionary entry as the mean of its definitions' vectors (AC or AMP bank).
+    """Embed every dictionary entry as the mean of its definitions' vectors (AC or AMP bank); with --texts,
+    an entry your domain's text mentions as the mean of the lines that mention it.
 
     \b
     Examples:
       defsent embed-entries dict.jsonl --model ckpt/ --kind AMP -o bank.h5
       defsent build-dict --wordnet /usr/share/wordnet -o - \\
           | defsent embed-entries --encoder ckpt/ --pool mean -o bank.h5
+      defsent embed-entries glossary.jsonl --pool cls --texts titles.txt \\
+          -o bank.h5
 
     Memory is bounded whatever the size of the dictionary: the model and one part of --part-size definitions;
     the rows are streamed into the output (its disk space checked and reserved first). Under torchrun the
@@ -86,13 +105,17 @@ def embed_entries(
     from ..training.entry_bank import write_bank_streamed
 
     check_output(check_bank_path(output), force)
+    warn_ineffective(ctx, [("texts_per_entry", texts is None, "--texts-per-entry has no effect without --texts")])
+    if texts is not None and str(texts) == "-":
+        raise DefsentError("--texts reads a file, not stdin: give its path")
     wanted = check_splits(splits.split(","))
     chosen = bank_kind(model, kind, pool)
     from_stdin = dictionary is None or str(dictionary) == "-"
     if from_stdin and distributed.active():
         raise DefsentError("under torchrun every process reads the dictionary: give it as a file, not on stdin")
     with stdin_as_file(".jsonl") if from_stdin else nullcontext(dictionary) as source:
-        sha256_file(source)  # a missing dictionary fails before the model loads
+        sha256_file(source)  # a missing dictionary or text file fails before the model loads
+        found = None if texts is None else domain_texts(source, texts, texts_per_entry)
         loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
         with distributed.session(loaded.device):
             bank = write_bank_streamed(
@@ -107,13 +130,25 @@ def embed_entries(
                 show_progress=show_progress,
                 shard=True,
                 dictionary_name="-" if from_stdin else None,
+                texts=found,
             )
     if bank is None:  # not rank 0: rank 0 writes
         return
+    averaged = "definitions" if found is None else f"texts and definitions; {bank.from_texts} entries from {texts}"
     say(
         f"wrote {output}: {bank.entries} entries x {bank.dim} dims ({bank.kind}, "
-        f"{bank.definitions} definitions, {describe(loaded)})"
+        f"{bank.definitions} {averaged}, {describe(loaded)})"
     )
+
+
+def domain_texts(dictionary: Path, texts: Path, per_entry: int):
+    """The lines of ``texts`` that mention the dictionary's entries (``--texts``), with a note of how many."""
+    from ..formats.dictionary import iter_entries
+    from ..training.domain_text import find_texts
+
+    found = find_texts(texts, (entry.entry for entry in iter_entries(dictionary, unique=False)), per_entry)
+    say(f"{texts}: {found.lines:,} lines, kept up to {per_entry} per entry they mention")
+    return found
 
 
 def bank_kind(model: Path, kind, pool) -> str:

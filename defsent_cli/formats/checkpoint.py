@@ -290,6 +290,9 @@ def model_card(name: str, info: dict) -> str:
         lines.append(_row("bank", info.get("bank", "?")))
         lines.append(_row("bank SHA-256", info.get("bank_sha256", "?")))
         lines.append(_row("bank kind / transform", f"{bank.get('kind', '?')} / {bank.get('transform', 'none')}"))
+        if bank.get("texts"):  # embed-entries --texts (training/domain_text.py)
+            found, most = bank.get("entries_from_texts", "?"), bank.get("texts_per_entry", "?")
+            lines.append(_row("bank from domain text", f"{bank['texts']}: {found} entries, up to {most} lines each"))
         lines.append(_row("bank entries", info.get("bank_entries", "?")))
         lines.append(_row("training definitions", info.get("training_definitions", "?")))
         lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]

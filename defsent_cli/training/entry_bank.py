@@ -211,6 +211,7 @@ class BankSummary:
     dim: int
     kind: str
     definitions: int
+    from_texts: int = 0
 
 
 def write_bank_streamed(
@@ -226,6 +227,7 @@ def write_bank_streamed(
     show_progress: bool | None = None,
     shard: bool = False,
     dictionary_name: str | None = None,
+    texts=None,
 ) -> BankSummary | None:
     """Build the bank of ``dictionary`` into ``output`` in memory bounded by one part (``embed-entries``).
 
@@ -237,7 +239,9 @@ def write_bank_streamed(
     the number of entries. The rows are those of :func:`build_bank` up to float noise (a text shared across
     two parts is encoded in each). ``shard``: under torchrun the processes share each chunk's batches and
     rank 0 writes; the other ranks return None. ``dictionary_name``: what the bank records as its dictionary
-    (``-`` for one read from stdin) instead of the path.
+    (``-`` for one read from stdin) instead of the path. ``texts``: a
+    :class:`~defsent_cli.training.domain_text.DomainTexts`, whose lines replace the definitions of the entries
+    they mention (``embed-entries --texts``); the bank records it (docs/formats.md).
     """
     job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)
     dictionary = Path(dictionary)
@@ -245,17 +249,23 @@ def write_bank_streamed(
     if not size.rows:
         raise DefsentError(f"no entries in split(s) {', '.join(wanted)}", path=dictionary)
     attrs = job.attrs(dictionary_name or dictionary, sha256_file(dictionary), wanted)
+    total, from_texts = size.definitions, 0
+    if texts is not None:
+        total, from_texts = texts.occurrences(dictionary, wanted)
+        attrs |= {"texts": str(texts.path), "texts_sha256": sha256_file(texts.path), **texts.summary()}
+        attrs["entries_from_texts"] = from_texts
     main = distributed.is_main()
     output_file = bank_output(output, size.rows, loaded.dim, size.entry_bytes) if main else nullcontext()
     with (
         make_progress("definitions", show_progress if main else False) as progress,
         output_file as writer,
     ):
-        task = progress.add_task(_progress_label(job, size.definitions, size.rows), total=size.definitions)
-        for part in bank_parts(dictionary, wanted, part_definitions, unique=False):
+        task = progress.add_task(_progress_label(job, total, size.rows), total=total)
+        parts = bank_parts(dictionary, wanted, part_definitions, unique=False)
+        for part in parts if texts is None else texts.rewrite(parts):
             means = job.encode(part, progress, task)
             if writer is not None:
                 writer.write(part.first, part.entries, means.means(), means.counts)
         if writer is not None:
             writer.attrs.update(attrs)
-    return BankSummary(size.rows, loaded.dim, job.kind, size.definitions) if main else None
+    return BankSummary(size.rows, loaded.dim, job.kind, total, from_texts) if main else None
