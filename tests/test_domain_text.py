@@ -139,3 +139,10 @@ def test_texts_per_entry_without_texts_is_warned_about_and_the_bank_is_the_plain
     bank = read_bank(tmp_path / "b.h5")
     np.testing.assert_allclose(bank.vectors, build_bank(dictionary, bert, "AMP").vectors, atol=1e-5)
     assert "texts" not in bank.attrs
+    # a text that mentions no entry: said, and the bank is the plain one
+    texts = tmp_path / "none.txt"
+    texts.write_text("nothing of the kind\n")
+    none = cli("embed-entries", dictionary, "-m", tiny_bert, "--kind", "AMP", "--texts", texts, "-o", tmp_path / "n.h5")
+    assert none.exit_code == 0, none.stderr
+    assert f"warning: {texts} mentions none of the dictionary's entries" in none.stderr
+    np.testing.assert_allclose(read_bank(tmp_path / "n.h5").vectors, bank.vectors, atol=1e-5)

@@ -14,6 +14,7 @@ from ..errors import DefsentError
 from ..formats.bank import KINDS, check_bank_path
 from ..formats.dictionary import SPLITS, check_splits
 from ..io import check_output, sha256_file, stdin_as_file
+from ..log import warn
 from ..training.config import PART_DEFINITIONS
 from . import options as opt
 from .boundary import guard, warn_ineffective
@@ -148,6 +149,10 @@ def domain_texts(dictionary: Path, texts: Path, per_entry: int):
 
     found = find_texts(texts, (entry.entry for entry in iter_entries(dictionary, unique=False)), per_entry)
     say(f"{texts}: {found.lines:,} lines, kept up to {per_entry} per entry they mention")
+    if not found.found:
+        warn(
+            f"{texts} mentions none of the dictionary's entries: every row is its definitions' mean, as without --texts"
+        )
     return found
 
 
