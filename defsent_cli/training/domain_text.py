@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..formats.dictionary import bank_rows
-from ..io import check_input, iter_lines
+from ..io import check_input, iter_lines, sha256_file
 from .entry_bank import Definitions, Part
 
 WORD = re.compile(r"\w(?:[\w+#.'-]*\w)?[+#]*")
@@ -53,9 +53,15 @@ class DomainTexts:
     def texts_of(self, entry: str) -> list[str] | None:
         return self.found.get(words(entry))
 
-    def summary(self) -> dict:
-        """What the bank records of its texts (docs/formats.md)."""
-        return {"texts_lines": self.lines, "texts_per_entry": self.per_entry}
+    def attrs(self, entries_found: int) -> dict:
+        """What the bank records of its texts (docs/formats.md); ``entries_found``: :meth:`occurrences`'s."""
+        return {
+            "texts": str(self.path),
+            "texts_sha256": sha256_file(self.path),
+            "texts_lines": self.lines,
+            "texts_per_entry": self.per_entry,
+            "entries_from_texts": entries_found,
+        }
 
     def occurrences(self, dictionary: Path, splits: Collection[str]) -> tuple[int, int]:
         """How many (entry, text) pairs the bank of ``splits`` averages once :meth:`rewrite` has replaced the

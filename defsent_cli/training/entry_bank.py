@@ -252,8 +252,7 @@ def write_bank_streamed(
     total, from_texts = size.definitions, 0
     if texts is not None:
         total, from_texts = texts.occurrences(dictionary, wanted)
-        attrs |= {"texts": str(texts.path), "texts_sha256": sha256_file(texts.path), **texts.summary()}
-        attrs["entries_from_texts"] = from_texts
+        attrs |= texts.attrs(from_texts)
     main = distributed.is_main()
     output_file = bank_output(output, size.rows, loaded.dim, size.entry_bytes) if main else nullcontext()
     with (
