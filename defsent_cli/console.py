@@ -7,6 +7,7 @@ Library code may show a progress bar here (on stderr, off with ``--no-progress``
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 from rich.console import Console
@@ -64,59 +65,80 @@ class PlainProgress:
     """Progress for a stderr that is not a terminal: whole lines, never redrawn (``task: 1,200/5,000 (24%),
     312.4 defs/s, 0:00:04, eta 0:00:12, loss 2.31``), one every :data:`PLAIN_SECONDS` or tenth of the way,
     and one when a task completes. The part of rich's Progress the library uses: ``add_task``, ``advance``,
-    ``update``, a context manager."""
+    ``update``, a context manager.
+
+    A task's completion line waits for the fields set after its last advance (training sets the step's loss
+    and dev score after counting the step): it is written once, when the progress ends or when another task
+    adds or writes a line, never twice. Updates may come from several threads at once (``encode_ids`` advances
+    from its CPU workers): a lock keeps each count and each line whole, so the counts shown only grow."""
 
     def __init__(self, unit: str, seconds: float | None = None):
         self.unit = unit
         every = os.environ.get("DEFSENT_PROGRESS_SECONDS")
         self.seconds = float(every) if seconds is None and every else (PLAIN_SECONDS if seconds is None else seconds)
         self.tasks: dict[int, dict] = {}
+        self._lock = threading.RLock()
 
     def __enter__(self) -> PlainProgress:
         return self
 
     def __exit__(self, *exc) -> None:
-        for task in self.tasks.values():  # the last word on each task: fields set after its last line (a loss)
-            if exc[0] is None and task["completed"] and (not task["done"] or task["fields"] != task["said"]):
-                self._line(task)
+        if exc[0] is not None:
+            return
+        with self._lock:
+            self._flush()
+            for task in self.tasks.values():  # the last word on an unfinished task: fields set after its last line
+                if task["completed"] and not task["done"] and task["fields"] != task["said"]:
+                    self._line(task)
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0, **fields) -> int:
-        now = time.monotonic()
-        number = len(self.tasks)
-        self.tasks[number] = {
-            "description": description, "total": total, "completed": completed, "fields": dict(fields),
-            "start": now, "last": now, "tenth": 0, "done": False, "said": None,
-        }  # fmt: skip
-        return number
+        with self._lock:
+            self._flush()
+            now = time.monotonic()
+            number = len(self.tasks)
+            self.tasks[number] = {
+                "description": description, "total": total, "completed": completed, "fields": dict(fields),
+                "start": now, "last": now, "tenth": 0, "done": False, "pending": False, "said": None,
+            }  # fmt: skip
+            return number
 
     def advance(self, task_id: int, advance: float = 1) -> None:
         self.update(task_id, advance=advance)
 
     def update(self, task_id: int, *, total=None, completed=None, advance=None, description=None, **fields) -> None:
-        task = self.tasks[task_id]
-        if total is not None:
-            task["total"] = total
-        if completed is not None:
-            task["completed"] = completed
-        if advance is not None:
-            task["completed"] += advance
-        if description is not None:
-            task["description"] = description
-        task["fields"].update({k: v for k, v in fields.items() if k not in ("visible", "refresh")})
-        total, done = task["total"], task["completed"]
-        tenth = int(10 * done / total) if total else 0
-        finished = bool(total) and done >= total
-        if finished and not task["done"]:
-            task["done"] = True
-            self._line(task)
-        elif not finished and (tenth > task["tenth"] or time.monotonic() - task["last"] >= self.seconds):
-            self._line(task)
-        task["tenth"] = max(task["tenth"], tenth)
+        with self._lock:
+            task = self.tasks[task_id]
+            if total is not None:
+                task["total"] = total
+            if completed is not None:
+                task["completed"] = completed
+            if advance is not None:
+                task["completed"] += advance
+            if description is not None:
+                task["description"] = description
+            task["fields"].update({k: v for k, v in fields.items() if k not in ("visible", "refresh")})
+            total, done = task["total"], task["completed"]
+            tenth = int(10 * done / total) if total else 0
+            finished = bool(total) and done >= total
+            if finished and not task["done"]:
+                task["done"] = task["pending"] = True  # its line once its last fields are in (see the class)
+                task["end"] = time.monotonic()
+            elif not finished and (tenth > task["tenth"] or time.monotonic() - task["last"] >= self.seconds):
+                self._line(task)
+            task["tenth"] = max(task["tenth"], tenth)
+
+    def _flush(self) -> None:
+        """Write the completion lines still waiting."""
+        for task in self.tasks.values():
+            if task["pending"]:
+                self._line(task)
 
     def _line(self, task: dict) -> None:
+        task["pending"] = False
+        self._flush()  # a task completed earlier says so before another task's line
         now = time.monotonic()
         task["last"], task["said"] = now, dict(task["fields"])
-        elapsed = now - task["start"]
+        elapsed = task.get("end", now) - task["start"]  # a completion line written later keeps its task's rate
         done, total = task["completed"], task["total"]
         parts = [
             f"{task['description']}: {done:,.0f}" + (f"/{total:,.0f} ({100 * done / total:.0f}%)" if total else "")

@@ -14,13 +14,14 @@ import contextlib
 import errno
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from .errors import DefsentError
@@ -40,12 +41,18 @@ def check_input(path: str | Path, kind: str = "file") -> Path:
     return path
 
 
-def check_output(path: str | Path, force: bool = False, kind: str = "file") -> Path:
+def check_output(
+    path: str | Path, force: bool = False, kind: str = "file", *, stdout: bool = False, what: str | None = None
+) -> Path:
     """Where an output (a ``file`` or a ``folder``) goes: not there unless ``force``, not the other kind
-    of thing, in a folder that exists. ``-`` (stdout) passes."""
+    of thing, in a folder that exists. ``-`` is standard output where the command writes this output there
+    (``stdout``: a text file, or a stream such as .npy); anywhere else it is refused, in one line saying what to
+    give instead (``what`` names the output: "a checkpoint folder", "an HDF5 bank"), never a file named ``-``."""
     path = Path(path)
     if is_stdout(path):
-        return path
+        if stdout and kind == "file":
+            return path
+        raise DefsentError(refuse_stdout(kind, what))
     if path.exists() or path.is_symlink():
         if not force:
             raise DefsentError("output exists; pass --force to overwrite", path=path)
@@ -57,6 +64,12 @@ def check_output(path: str | Path, force: bool = False, kind: str = "file") -> P
         raise DefsentError("output folder does not exist", path=path.parent)
     check_writable(path)
     return path
+
+
+def refuse_stdout(kind: str = "file", what: str | None = None) -> str:
+    """The message for ``-`` given as an output that cannot go to standard output."""
+    what = what or ("this output, a folder," if kind == "folder" else "this output")
+    return f"'-' means standard output, and {what} cannot be written there: give a {kind} name instead"
 
 
 def _temporary_beside(path: Path, suffix: str) -> tuple[int, str]:
@@ -326,6 +339,47 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
     return n
 
 
+@contextlib.contextmanager
+def text_output(path: str | Path, encoding: str = "utf-8") -> Iterator[io.TextIOBase]:
+    """A text output (TSV, JSONL): ``-`` is standard output, written a block at a time (flushed at once, so a
+    closed pipe is an error); a file appears at ``path`` only when complete (:func:`atomic_text`)."""
+    if is_stdout(path):
+        fh = _StdoutText()
+        yield fh
+        fh.flush()  # only on success: a failed command sends no more than the blocks already written
+        return
+    with atomic_text(path, encoding) as fh:
+        yield fh
+
+
+class _StdoutText(io.TextIOBase):
+    """Text written to stdout through :func:`write_stdout`, a block of about 1 MiB at a time."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= 1 << 20:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if self._parts:
+            write_stdout("".join(self._parts))
+            self._parts, self._size = [], 0
+
+
+def output_name(path: str | Path) -> str:
+    """How a message names an output: ``stdout`` for ``-``."""
+    return "stdout" if is_stdout(path) else str(path)
+
+
 def write_stdout(data: bytes | str) -> None:
     """Write to stdout and flush now: a full disk or a closed pipe raises here (and the command fails)."""
     if isinstance(data, str):
@@ -351,24 +405,45 @@ def open_text(path: str | Path, encoding: str = "utf-8") -> io.TextIOBase:
 
 
 def iter_lines(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the line ending (LF or CRLF) removed; ``hint`` ends the message
-    of an undecodable file (e.g. "; pass --encoding utf-16" where the command has that option)."""
-    fh = open_text(path, encoding)
-    number = 0
+    """Yield ``(line_number, text)`` with the line ending (LF, CRLF or CR) removed; ``hint`` ends the message
+    of an undecodable file (e.g. "; pass --encoding utf-16" where the command has that option).
+
+    The bytes are decoded a line at a time (an incremental decoder fed each line read), so a byte that is not
+    ``encoding`` is reported on its own line, of a file or of stdin, not on the first line of a read-ahead block
+    (a text stream decodes 8 KiB at once)."""
+    import codecs
+
+    shown = "utf-8" if encoding.lower().replace("_", "-") in ("utf-8-sig", "utf8-sig") else encoding
+    name = "<stdin>" if str(path) == "-" else path
+    raw = sys.stdin.buffer if str(path) == "-" else _open_binary(path)
+    decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder(encoding)("strict"), translate=True)
+    number, pending = 0, ""
     try:
-        for number, line in enumerate(fh, start=1):
-            yield number, line.rstrip("\r\n")
-    except UnicodeError as exc:  # UnicodeDecodeError, or the UTF-16 codec's "stream does not start with BOM"
-        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-        shown = "utf-8" if encoding.lower().replace("_", "-") in ("utf-8-sig", "utf8-sig") else encoding
-        raise DefsentError(  # utf-8-sig is utf-8 that may start with a BOM: the codec's name is ours, not the user's
-            f"not valid {shown} text ({reason}){hint}",
-            path="<stdin>" if str(path) == "-" else path,
-            line=number + 1,
-        ) from None
+        for chunk in itertools.chain(raw, [None]):
+            try:
+                text = decoder.decode(b"", final=True) if chunk is None else decoder.decode(chunk)
+            except UnicodeError as exc:  # UnicodeDecodeError, or the UTF-16 codec's "stream does not start with BOM"
+                reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+                # utf-8-sig is utf-8 that may start with a BOM: the codec's name is ours, not the user's
+                raise DefsentError(f"not valid {shown} text ({reason}){hint}", path=name, line=number + 1) from None
+            *complete, pending = (pending + text).split("\n")
+            for line in complete:
+                number += 1
+                yield number, line
+        if pending:
+            yield number + 1, pending
     finally:
-        if str(path) != "-":
-            fh.close()
+        if raw is not sys.stdin.buffer:
+            raw.close()
+
+
+def _open_binary(path: str | Path):
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise DefsentError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise DefsentError("is a directory, expected a file", path=path) from None
 
 
 def iter_jsonl(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, dict]]:
@@ -395,25 +470,65 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_texts(paths: list[str | Path], field: str | None = None, skip_blank: bool = False) -> list[str]:
+def read_texts(
+    paths: list[str | Path],
+    field: str | None = None,
+    skip_blank: bool = False,
+    check_first: Callable[[str | Path, str, int], None] | None = None,
+    encoding: str = "utf-8",
+) -> list[str]:
     """Texts from plain-text lines (or JSONL objects' ``field``), in order.
 
     A blank line (or empty field) is an error naming the file and line unless
-    ``skip_blank``. ``-`` reads stdin.
+    ``skip_blank``. ``-`` reads stdin. ``check_first(path, text, line_number)`` sees the first text of each
+    file before the rest is read (``formats.plain.check_plain``: a file of another kind is refused).
     """
+    return read_records(paths, field, skip_blank=skip_blank, check_first=check_first, encoding=encoding)[1]
+
+
+def read_records(
+    paths: list[str | Path],
+    field: str | None = None,
+    id_field: str | None = None,
+    skip_blank: bool = False,
+    check_first: Callable[[str | Path, str, int], None] | None = None,
+    encoding: str = "utf-8",
+) -> tuple[list, list[str]]:
+    """:func:`read_texts` with an id for each text: the JSONL objects' ``id_field`` (a string or a number; it
+    needs ``field``), else the line number (``FILE:LINE`` when there are several files)."""
+    if id_field is not None and field is None:
+        raise DefsentError("--id-field reads JSONL objects: pass --field NAME too (the text to read)")
+    ids: list = []
     texts: list[str] = []
     for path in paths:
         if field is None:
-            rows = iter_lines(path)
+            rows = ((n, text, None) for n, text in iter_lines(path, encoding))
         else:
-            rows = ((n, _field(obj, field, path, n)) for n, obj in iter_jsonl(path))
-        for number, text in rows:
+            rows = (
+                (n, _field(obj, field, path, n), _id(obj, id_field, path, n) if id_field else None)
+                for n, obj in iter_jsonl(path, encoding)
+            )
+        first = True
+        for number, text, given in rows:
             if not text.strip():
                 if skip_blank:
                     continue
                 raise DefsentError("blank input line; pass --skip-blank to skip it", path=_name(path), line=number)
+            if first and check_first is not None:
+                check_first(path, text, number)
+            first = False
             texts.append(text)
-    return texts
+            ids.append(given if id_field else number if len(paths) == 1 else f"{_name(path)}:{number}")
+    return ids, texts
+
+
+def _id(obj: dict, field: str, path: str | Path, number: int) -> str | int | float:
+    value = obj.get(field)
+    if value is None:
+        raise DefsentError(f"no field {field!r} (--id-field) in this JSON object", path=_name(path), line=number)
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise DefsentError(f"field {field!r} (--id-field) is not a string or a number", path=_name(path), line=number)
+    return value
 
 
 def _name(path: str | Path) -> str:

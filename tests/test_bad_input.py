@@ -215,6 +215,8 @@ CASES = [
     Case("embed-entries texts blank", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--texts", w.bad["blank"], "-o", _o(o, "b.h5")], 2, "no text in the file", lambda w: w.bad["blank"]),
     Case("embed-entries texts undecodable", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--texts", w.bad["latin1"], "-o", _o(o, "b.h5")], 2, "not valid utf-8", lambda w: w.bad["latin1"]),
     Case("embed-entries texts on stdin", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--texts", "-", "-o", _o(o, "b.h5")], 2, "not stdin"),
+    Case("embed-entries second texts on stdin", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--texts", w.texts, "--texts", "-", "-o", _o(o, "b.h5")], 2, "not stdin"),
+    Case("embed-entries texts given twice", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--texts", w.texts, "--texts", w.texts, "-o", _o(o, "b.h5")], 2, "given twice with --texts", lambda w: w.texts),
     Case("embed-entries texts-per-entry 0", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--texts", w.texts, "--texts-per-entry", "0", "-o", _o(o, "b.h5")], 2, "--texts-per-entry"),
     Case("embed-entries max-length too long", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "--max-length", "100000", "-o", _o(o, "b.h5")], 2, "--max-length 100000", lambda w: w.bert),
     Case("embed-entries batch 0", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "-b", "0", "-o", _o(o, "b.h5")], 2, "--batch-size"),
@@ -297,6 +299,8 @@ CASES = [
     Case("sample-pairs unknown strategy", lambda w, o: ["sample-pairs", w.texts, "-o", o / "p.tsv", "--strategy", "tfidf"], 2, "--strategy"),
     Case("kde-filter unscored silver", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv"], 2, "sentence1<TAB>sentence2", lambda w: w.texts),
     Case("kde-filter bad plot suffix", lambda w, o: ["kde-filter", w.texts, "--gold", w.texts, "-o", o / "k.tsv", "--plot", o / "p.gif"], 2, "unknown plot suffix"),
+    Case("kde-filter gold of one score", lambda w, o: ["kde-filter", w.bad["pairs"], "--gold", w.bad["equal_scores"], "-o", o / "k.tsv"], 2, "all its 24 pairs score 4: kde-filter needs at least two different scores", lambda w: w.bad["equal_scores"]),
+    Case("kde-filter silver of one score", lambda w, o: ["kde-filter", w.bad["equal_scores"], "--gold", w.bad["pairs"], "-o", o / "k.tsv"], 2, "two different scores", lambda w: w.bad["equal_scores"]),
     # ------------------------------------------------------------------ plot
     Case("plot missing run", lambda w, o: ["plot", w.missing, "-o", o / "c.png"], 2, "no such run folder", lambda w: w.missing),
     Case("plot not a run", lambda w, o: ["plot", w.bert, "-o", o / "c.png"], 2, "not a training run", lambda w: w.bert),
@@ -861,7 +865,11 @@ def test_an_interrupt_before_the_first_save_leaves_nothing(sig, w, tmp_path):
     code, stderr, out, files = _interrupt_after(w, tmp_path, 3, *args, sig=sig)
     assert files == ["ckpt.partial", "ckpt.partial/log.jsonl"]  # what was there when the signal came
     assert code == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted: no training state was saved yet (--save-every 0: none is saved), so nothing is kept; run the "
+        "command again to start over"
+    )
+    assert "Traceback" not in stderr
     assert list(out.parent.iterdir()) == []  # not even the log of the 3 steps done
 
 
@@ -870,7 +878,7 @@ def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silen
     code, stderr, out, files = _interrupt_after(w, tmp_path, 3, "--save-every", "2", sig=sig)
     assert "ckpt.partial/state.safetensors" in files and "ckpt" not in files
     assert code == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "interrupted"
+    assert stderr.strip().splitlines()[-1].startswith("interrupted: the state of step 2 of 20 is kept in ")
     state = out.with_name("ckpt.partial") / "state.safetensors"
     assert state.is_file() and not out.exists()
     again = run_bounded(_train_args(w, out), DEADLINE, env=ENV, capture_output=True, text=True)
@@ -882,6 +890,69 @@ def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silen
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 2 of 20" in resumed.stderr  # the state of step 2 (saved every 2), not lost
     assert json.loads((out / "defsent.json").read_text())["steps"] == 20 and not state.parent.exists()
+
+
+def test_the_state_kept_on_an_interrupt_follows_the_umask_and_the_last_line_resumes_it(w, tmp_path):
+    """Under umask 022 the state kept on Ctrl-C is 644 like the rest of the run's files (safetensors writes its
+    file 600), and the interrupt's last line names the step kept, where, and a command that resumes it as printed."""
+    import shlex
+    import stat
+
+    mask = os.umask(0o022)
+    try:
+        code, stderr, out, _ = _interrupt_after(w, tmp_path, 3, "--save-every", "2")
+    finally:
+        os.umask(mask)
+    assert code == 130, stderr
+    work = out.with_name("ckpt.partial")
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in [work, *work.iterdir()]}
+    assert modes == {"ckpt.partial": 0o755, "log.jsonl": 0o644, "state.safetensors": 0o644}, modes
+    kept, _, command = stderr.strip().splitlines()[-1].partition("; resume with ")
+    assert kept == f"interrupted: the state of step 2 of 20 is kept in {work}"
+    argv = shlex.split(command)
+    assert argv[0] == "defsent" and argv[1] == "train" and argv[-1] == "--resume", command
+    resumed = run_bounded([*DEFSENT, *argv[1:]], DEADLINE, env=ENV, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from step 2 of 20" in resumed.stderr and (out / "defsent.json").is_file()
+
+
+def _loss_log(folder: Path, losses: list[float]) -> Path:
+    """A run folder whose train_log.jsonl holds these losses, one row a step, as the trainer writes them (a NaN
+    as JSON's NaN)."""
+    folder.mkdir()
+    rows = [{"step": step, "definitions": 4 * step, "loss": loss, "lr": 2e-5, "elapsed": 0.1 * step}
+            for step, loss in enumerate(losses, start=1)]  # fmt: skip
+    (folder / "train_log.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+def test_plot_says_a_run_diverged(tmp_path):
+    """A run whose every loss is NaN is an error when nothing else is drawn (no empty picture, exit 0), a warning
+    beside runs that are fine; a run that diverged half-way is drawn as far as it is finite, and said."""
+    pytest.importorskip("matplotlib")
+    nan = float("nan")
+    diverged = _loss_log(tmp_path / "diverged", [nan, nan, nan])
+    fine = _loss_log(tmp_path / "fine", [2.0, 1.5, 1.2])
+    halfway = _loss_log(tmp_path / "halfway", [2.0, 1.8, nan, float("inf")])
+    alone = _cli("plot", diverged, "-o", tmp_path / "alone.png")
+    assert alone.exit_code == 2 and "Traceback" not in alone.stderr
+    lines = alone.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: every logged loss of {diverged} is NaN or infinite: "), lines
+    assert "the run diverged (from step 1)" in lines[0] and "--lr" in lines[0]
+    assert not (tmp_path / "alone.png").exists()
+    together = _cli("plot", diverged, fine, halfway, "-o", tmp_path / "together.png")
+    assert together.exit_code == 0, together.stderr
+    assert (tmp_path / "together.png").stat().st_size > 0
+    assert (
+        f"warning: {diverged}: the run diverged: 3 of its 3 logged losses are NaN or infinite, from step 1; its loss "
+        "curve is not drawn (train again with a lower --lr)"
+    ) in together.stderr
+    assert (
+        f"warning: {halfway}: the run diverged: 2 of its 4 logged losses are NaN or infinite, from step 3; only its 2 "
+        "finite ones are drawn"
+    ) in together.stderr
+    assert f"warning: {fine}" not in together.stderr
 
 
 def test_a_crafted_pickle_state_never_runs(w, tmp_path):

@@ -464,7 +464,7 @@ def test_a_database_by_any_of_its_names(tmp_path, gcide):
 def test_dictd_errors(tmp_path, gcide):
     lone = tmp_path / "lone.index"
     lone.write_text("dog\tA\tB\n")
-    with pytest.raises(DefsentError, match=r"lone\.index: no lone\.dict\.dz or lone\.dict beside its index"):
+    with pytest.raises(DefsentError, match=r"lone\.index: no lone\.dict\.dz \(or lone\.dict\) beside this dictd index"):
         list(dictd.read_dictd(lone))
     with pytest.raises(DefsentError, match=r"no dictd index nothing\.index beside it"):
         list(dictd.read_dictd(tmp_path / "nothing"))
@@ -509,7 +509,7 @@ def test_tsv_refuses_a_dictd_index_and_other_formats(tmp_path, gcide):
         list(sources.read_source(jsonl, "tsv"))
     gz = tmp_path / "words.tsv"
     gz.write_bytes(gzip.compress(b"dog\ta pet\n"))
-    with pytest.raises(DefsentError, match=r"words\.tsv: is a gzip file, not plain text \(a dictd"):
+    with pytest.raises(DefsentError, match=r"words\.tsv: is a gzip file, not plain text; gunzip it first"):
         list(sources.read_source(gz))
     kaikki = tmp_path / "kaikki.jsonl"
     kaikki.write_text(json.dumps({"word": "dog", "pos": "noun", "senses": [{"glosses": ["A mammal."]}]}) + "\n")

@@ -202,7 +202,7 @@ def test_cli_jsonl_field_and_h5_jsonl_outputs(cli, tiny_bert, tmp_path):
         assert h5.attrs["pooling"] == "cls"  # a plain BERT folder pools CLS, as DefSent+
     assert cli("encode", "-m", tiny_bert, "-i", src, "--field", "text", "-o", jsonl_out).exit_code == 0
     rows = [json.loads(line) for line in jsonl_out.read_text().splitlines()]
-    assert [r["text"] for r in rows] == SENTS and len(rows[0]["embedding"]) == 32
+    assert [r["id"] for r in rows] == [1, 2, 3, 4, 5] and "text" not in rows[0] and len(rows[0]["embedding"]) == 32
     bad = cli("encode", "-m", tiny_bert, "-i", src, "--field", "sentence")
     assert bad.exit_code == 2 and "in.jsonl:1: no field 'sentence'" in bad.stderr
 
@@ -244,3 +244,80 @@ def test_length_batches_cut_at_length_changes():
     assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)  # longest first
     # full batches of one length; a batch closes at a length change once it is half full
     assert [[lengths[i] for i in b] for b in batches] == [[9, 9, 9, 9], [7, 5, 5, 5], [3, 3], [1]]
+
+
+# ---------------------------------------------------------------- text in, text out (issue 69 item 3)
+
+
+def test_texts_as_arguments_and_jsonl_json_rows_on_stdout(cli, tiny_bert, tmp_path):
+    reference = npy(cli("encode", "-m", tiny_bert, input="".join(s + "\n" for s in SENTS[:3])))
+    rows = [json.loads(line) for line in cli("encode", "-m", tiny_bert, *SENTS[:3], "-f", "jsonl").stdout.splitlines()]
+    assert [r["id"] for r in rows] == [1, 2, 3] and all("text" not in r for r in rows)
+    assert np.array_equal(np.array([r["embedding"] for r in rows], dtype=np.float32), reference)
+    stored = json.loads(cli("encode", "-m", tiny_bert, *SENTS[:3], "-f", "json", "--store-text").stdout)
+    assert [r["text"] for r in stored] == SENTS[:3] and [r["id"] for r in stored] == [1, 2, 3]
+    assert np.array_equal(np.array([r["embedding"] for r in stored], dtype=np.float32), reference)
+    as_npy = cli("encode", "-m", tiny_bert, *SENTS[:3])  # stdout is no terminal here: npy
+    assert np.array_equal(npy(as_npy), reference)
+    written = tmp_path / "v.json"
+    assert cli("encode", "-m", tiny_bert, *SENTS[:3], "-o", written).exit_code == 0
+    assert [r["id"] for r in json.loads(written.read_text())] == [1, 2, 3]
+
+
+def test_ids_come_from_id_field_or_the_line_number(cli, tiny_bert, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"key": f"doc-{i}", "text": s}) + "\n" for i, s in enumerate(SENTS[:3])))
+    rows = cli("encode", "-m", tiny_bert, "-i", src, "--field", "text", "--id-field", "key", "-f", "jsonl")
+    assert [json.loads(line)["id"] for line in rows.stdout.splitlines()] == ["doc-0", "doc-1", "doc-2"]
+    plain = tmp_path / "in.txt"
+    plain.write_text("first\n\nthird\n")
+    rows = cli("encode", "-m", tiny_bert, "-i", plain, "--skip-blank", "-f", "jsonl", "--store-text")
+    assert [(r["id"], r["text"]) for r in map(json.loads, rows.stdout.splitlines())] == [(1, "first"), (3, "third")]
+    missing = cli("encode", "-m", tiny_bert, "-i", src, "--field", "text", "--id-field", "nope", "-f", "jsonl")
+    assert missing.exit_code == 2 and f"{src}:1: no field 'nope' (--id-field)" in missing.stderr
+    alone = cli("encode", "-m", tiny_bert, "-i", plain, "--id-field", "key")
+    assert alone.exit_code == 2 and "pass --field NAME too" in alone.stderr
+
+
+def test_similarity_prints_the_cosine_of_every_pair(cli, tiny_bert):
+    vectors = npy(cli("encode", "-m", tiny_bert, *SENTS[:3]))
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    table = cli("encode", "-m", tiny_bert, *SENTS[:3], "--similarity")
+    assert table.exit_code == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["[1]", "[2]", "[3]"] and len(lines) == 4
+    for i, line in enumerate(lines[1:]):
+        fields = line.split()
+        assert fields[0] == f"[{i + 1}]" and line.endswith("  " + SENTS[i])
+        assert np.allclose([float(x) for x in fields[1:4]], unit[i] @ unit.T, atol=6e-5)
+    matrix = json.loads(cli("encode", "-m", tiny_bert, *SENTS[:3], "--similarity", "-f", "json").stdout)
+    assert matrix["texts"] == SENTS[:3] and np.allclose(matrix["cosine"], unit @ unit.T, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["a", "b", "-i", "x.txt"], "as arguments or with --input, not both"),
+        (["a", "-f", "h5"], "h5 cannot be written to stdout"),
+        (["a", "-o", "v.npy", "-f", "jsonl"], "--format jsonl contradicts the output's suffix .npy"),
+        (["a", "--similarity", "-o", "s.json"], "--similarity prints its table on stdout"),
+        (["a", "--similarity", "-f", "npy"], "--similarity prints a table, or JSON with --format json"),
+    ],
+)
+def test_contradictory_encode_options_are_one_line(cli, tiny_bert, tmp_path, monkeypatch, args, says):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.txt").write_text("a\n")
+    result = cli("encode", "-m", tiny_bert, *args)
+    assert result.exit_code == 2 and says in result.stderr and result.stdout == "", result.stderr
+    assert not (tmp_path / "v.npy").exists() and not (tmp_path / "s.json").exists()
+
+
+def test_on_a_terminal_the_default_is_jsonl_and_npy_is_refused(monkeypatch):
+    from defsent_cli.cli.encode import output_format
+
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert output_format(None, None, False) == "jsonl"
+    with pytest.raises(DefsentError, match="binary .npy to a terminal"):
+        output_format(None, "npy", False)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert output_format(None, None, False) == "npy"

@@ -212,7 +212,7 @@ def test_results_json_to_stdout(cli, tiny_bert, mini):
     document = json.loads(result.stdout)  # stdout holds the JSON alone; the table went to stderr
     assert "STS12" in json.dumps(document) and "STS12" in result.stderr
     refused = cli("select-best", tiny_bert, "--by", "stsb-dev", "--data", mini / "senteval", "-o", "-")
-    assert refused.exit_code == 2 and "stdout carries the winner's path" in refused.stderr
+    assert refused.exit_code == 2 and "standard output, which carries the winner's path" in refused.stderr
 
 
 # ---------------------------------------------------------------- -q, plain progress, lookup's scores
@@ -279,8 +279,168 @@ def test_encode_refuses_raw_json_lines_without_field(cli, tiny_bert, tiny_dict):
     result = cli("encode", "-m", tiny_bert, "-i", tiny_dict)
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"error: {tiny_dict}:1: is JSON Lines (a JSON object per line), and encoding the raw JSON means nothing: "
+        f"error: {tiny_dict}:1: is a dictionary JSONL (a JSON object per line), not plain text: its lines would be read as text, braces and all; "
         "pass --field NAME to encode one string field of each object"
     )
     braces = cli("encode", "-m", tiny_bert, input="{not json, a sentence in braces}\n")
     assert braces.exit_code == 0, braces.stderr
+
+
+# ---------------------------------------------------------------- options never silently ignored (issue 68, item 4)
+
+
+def test_texts_given_twice_reads_both_files_in_order(cli, tiny_dict, tiny_bert, tmp_path):
+    """``--texts A --texts B`` reads A then B: the bank is the one of a single file holding A's lines then B's,
+    and records both files (docs/formats.md); giraffe is mentioned in A only, dog in B only."""
+    from defsent_cli.io import sha256_file
+
+    first, second, both = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "ab.txt"
+    first.write_text("the giraffe ate leaves\na tall giraffe\n")
+    second.write_text("my dog barks at night\nnothing here\n")
+    both.write_text(first.read_text() + second.read_text())
+    args = ["embed-entries", tiny_dict, "-m", tiny_bert, "--kind", "AC"]
+    result = cli(*args, "--texts", first, "--texts", second, "-o", tmp_path / "two.h5")
+    assert result.exit_code == 0, result.stderr
+    assert f"2 entries from {first} and {second}, torch fp32)" in result.stderr and "warning" not in result.stderr
+    assert cli(*args, "--texts", both, "-o", tmp_path / "one.h5").exit_code == 0
+    (two, attrs), (one, _) = _bank(tmp_path / "two.h5"), _bank(tmp_path / "one.h5")
+    np.testing.assert_allclose(two, one, atol=1e-6)
+    assert attrs["texts"] == f"{first}\n{second}"
+    assert attrs["texts_sha256"] == f"{sha256_file(first)}\n{sha256_file(second)}"
+    assert (attrs["texts_lines"], attrs["entries_from_texts"]) == (4, 2)
+    # a file of several that mentions nothing is named
+    empty = tmp_path / "none.txt"
+    empty.write_text("nothing of the kind\n")
+    third = cli(*args, "--texts", first, "--texts", empty, "-o", tmp_path / "three.h5")
+    assert third.exit_code == 0, third.stderr
+    assert f"warning: {empty} mentions none of the dictionary's entries" in third.stderr
+
+
+def test_texts_that_mention_only_entries_outside_splits_are_warned_about(cli, tiny_dict, tiny_bert, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("joy to the world\nfish and chips\n")  # joy: dev, fish: test
+    result = cli("embed-entries", tiny_dict, "-m", tiny_bert, "--splits", "train", "--texts", texts,
+                 "-o", tmp_path / "b.h5")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert (
+        f"warning: {texts} mentions only entries outside --splits train (2 of them), which the bank does not hold: "
+        "every row is its definitions' mean, as without --texts"
+    ) in result.stderr
+    assert _bank(tmp_path / "b.h5")[1]["entries_from_texts"] == 0
+
+
+def test_quiet_leaves_out_stderr_tables_and_keeps_the_table_that_is_the_data(cli, tiny_bert, tiny_dict, mini, tmp_path):
+    """docs/conventions.md: -q is errors and warnings only on stderr; without -o an evaluation's table is its
+    output, on stdout, and stays."""
+
+    def warnings_only(stderr: str) -> bool:  # the mini STS-B is incomplete: a warning, which -q keeps
+        return all(line.startswith("warning: ") for line in stderr.splitlines())
+
+    sts = ["eval-sts", "-q", "-m", tiny_bert, "--data", mini / "senteval", "--tasks", "STS-B", "--split", "dev"]
+    to_file = cli(*sts, "-o", tmp_path / "sts.json")
+    assert to_file.exit_code == 0 and warnings_only(to_file.stderr) and to_file.stdout == "", to_file.stderr
+    assert json.loads((tmp_path / "sts.json").read_text())["tasks"]
+    as_data = cli(*sts)
+    assert as_data.exit_code == 0 and warnings_only(as_data.stderr) and "Spearman" in as_data.stdout
+    bank = tmp_path / "bank.h5"
+    assert cli("embed-entries", tiny_dict, "-m", tiny_bert, "-o", bank).exit_code == 0
+    rd = ["eval-dict", "-q", tiny_dict, "-m", tiny_bert, "--bank", bank, "--split", "train"]
+    to_file = cli(*rd, "-o", tmp_path / "rd.json")
+    assert to_file.exit_code == 0 and to_file.stderr == "" and to_file.stdout == "", to_file.stderr
+    as_data = cli(*rd)
+    assert as_data.exit_code == 0 and as_data.stderr == "" and "MRR" in as_data.stdout
+
+
+def test_tables_in_a_log_file_are_not_wrapped(tiny_bert, mini, tmp_path):
+    """stderr not a terminal: a results table at its full width, its caption's model path on one line."""
+    model = tmp_path / ("a-model-folder-with-a-long-name-" * 3) / "checkpoint"
+    shutil.copytree(tiny_bert, model)
+    args = ["eval-sts", "-m", model, "--data", mini / "senteval", "--tasks", "STS12,STS16,STS-B,SICK-R"]
+    result = _run([*args, "-o", tmp_path / "sts.json"])
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.decode().splitlines()
+    assert f"model {model}" in lines  # the whole path on its line, well past 80 columns
+    assert any(line.startswith("STS (test): Spearman x100 of cosine similarity vs gold") for line in lines)
+    piped = _run(args)  # the table as the output, on a stdout that is a pipe: the same
+    assert f"model {model}" in piped.stdout.decode().splitlines()
+
+
+# ---------------------------------------------------------------- progress, model card (issue 68, item 6)
+
+
+def test_training_progress_says_100_percent_once_with_the_final_loss(tiny_bert, tiny_dict, tmp_path):
+    bank = tmp_path / "bank.h5"
+    assert _run(["embed-entries", tiny_dict, "-m", tiny_bert, "-o", bank]).returncode == 0
+    result = _run(
+        ["train", tiny_dict, "--bank", bank, "-m", tiny_bert, "-b", "1", "--epochs", "2", "--log-every", "2",
+         "--eval-every", "4", "--eval-on", "dict-dev", "--lr", "3e-3", "-o", tmp_path / "ckpt"],
+        env={"DEFSENT_NO_PROGRESS": ""},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = result.stderr.decode()
+    done = [line for line in text.splitlines() if line.startswith("training: 8/8 (100%)")]
+    assert len(done) == 1, text
+    final = json.loads((tmp_path / "ckpt" / "defsent.json").read_text())["final_loss"]
+    assert f", loss {final:.3f}," in done[0] and ", dev " in done[0], done[0]
+    assert text.index("training: 7/8") < text.index(done[0]) < text.index("wrote ")
+
+
+def test_progress_counts_only_grow_while_worker_threads_advance_them(cli, tiny_bert, monkeypatch):
+    """encode's CPU workers advance one task from several threads: each line's count is at least the one before,
+    and the last is the whole (a count once went from 329/2,909 down to 297/2,909)."""
+    monkeypatch.delenv("DEFSENT_NO_PROGRESS", raising=False)
+    monkeypatch.setenv("DEFSENT_PROGRESS_SECONDS", "0")  # a line at every advance
+    monkeypatch.setenv("DEFSENT_ENCODE_WORKERS", "4")
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads change as often as they can: a count read and written back apart
+    try:
+        result = cli("encode", "-m", tiny_bert, "-b", "1", input="".join(f"sentence {i}\n" for i in range(300)))
+    finally:
+        sys.setswitchinterval(switch)
+    assert result.exit_code == 0, result.stderr
+    counts = [int(line.split(": ")[1].split("/")[0].replace(",", "")) for line in result.stderr.splitlines()
+              if line.startswith("encoding: ")]  # fmt: skip
+    assert counts and counts == sorted(counts) and counts[-1] == 300, counts
+
+
+def test_plain_progress_is_whole_under_threads(capsys, monkeypatch):
+    import threading
+
+    from defsent_cli import console
+
+    monkeypatch.setattr(console, "err_console", console.Console(file=sys.stderr, force_terminal=False))
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with console.PlainProgress("items", seconds=0) as progress:
+            task = progress.add_task("work", total=8 * 500)
+            threads = [threading.Thread(target=lambda: [progress.advance(task) for _ in range(500)]) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    counts = [int(line.split(": ")[1].split("/")[0].replace(",", "")) for line in capsys.readouterr().err.splitlines()]
+    assert counts == list(range(1, 4001)), [c for k, c in enumerate(counts[1:]) if c <= counts[k]][:5]
+
+
+def test_the_model_card_says_what_each_kind_of_run_did(cli, tiny_bert, tmp_path):
+    from defsent_cli.formats.checkpoint import _description
+
+    pairs = tmp_path / "pairs.tsv"
+    rng = np.random.default_rng(0)
+    words = "red blue small large animal tree river stone".split()
+    pairs.write_text("".join(f"{' '.join(rng.choice(words, 4))}\t{' '.join(rng.choice(words, 4))}\t{s:.2f}\n"
+                             for s in rng.uniform(0, 5, 12)))  # fmt: skip
+    for arch, name in (("ce", "Cross-Encoder"), ("cbe", "Cross-Bi-Encoder")):
+        out = tmp_path / arch
+        result = cli("teacher", pairs, "-m", tiny_bert, "--arch", arch, "--max-steps", "1", "-b", "4",
+                     "--eval-every", "0", "-o", out)  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        card = (out / "README.md").read_text()
+        assert f"a {name} teacher trained on scored sentence pairs" in card and "DefSent+" not in card
+    assert "one DefSent training step (Tsukagoshi" in _description({"kind": "train", "objective": "defsent"})
+    assert "one DefSent+ training step" in _description({"kind": "train", "objective": "defsent-plus"})
+    unknown = _description({"kind": "bag-of-words"})
+    assert unknown.startswith("a `bag-of-words` training run") and "DefSent" not in unknown

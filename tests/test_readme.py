@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, build_mini, run_bounded
+from conftest import REPO, build_mini, build_tiny_bert, run_bounded, wrap_sentence_transformers
 
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -134,8 +134,40 @@ def test_readme_command_table_names_every_command():
         assert re.search(rf"^\|[^|]*`{re.escape(command)}`", commands, re.M), f"docs/commands.md lacks {command}"
 
 
+def expected_output(text: str) -> str:
+    """The first ```text block of the Quickstart section: what the README says the block prints."""
+    match = re.search(r"^## Quickstart\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, "README.md has no '## Quickstart' section"
+    block = re.search(r"^```text\n(.*?)^```\s*$", match.group(1), re.M | re.S)
+    assert block, "README.md's Quickstart section has no ```text block of its output"
+    return block.group(1)
+
+
+def message_keys(shown: str) -> list[str]:
+    """The keys of the messages the README shows (``model``, ``wrote ckpt``, ``--pooler auto``: the one or two
+    words before a line's first colon, the step number left out): each must be a line the quickstart prints."""
+    keys = []
+    for line in shown.splitlines():
+        head = re.sub(r"^\s*(\d+\.\s+)?", "", line).split(": ", 1)
+        if len(head) == 2 and re.fullmatch(r"[-\w.]+( [-\w.]+)?", head[0]):
+            keys.append(head[0])
+    return keys
+
+
+def test_the_readme_shows_message_keys():
+    assert message_keys("2. model: x (y)\n   wrote bank.h5: 2 entries\n   scores are dots (as in training: x)\n") == [
+        "model",
+        "wrote bank.h5",
+    ]
+
+
 @pytest.mark.long  # 54-85 s on 2 busy cores: nine CLI processes, each importing torch
-def test_readme_quickstart_runs(tmp_path, tiny_bert):
+def test_readme_quickstart_runs(tmp_path):
+    """The block runs as written, on a model like the bundled all-MiniLM-L6-v2 (a sentence-transformers folder,
+    mean pooling, a pooler never trained), and every message the README shows it printing is printed."""
+    model = wrap_sentence_transformers(
+        build_tiny_bert(tmp_path / "bert", trained_pooler=False), tmp_path / "st", pooling="mean"
+    )
     block = quickstart_block(readme())
     data = build_mini(tmp_path / "data")  # senteval/ with STS-B dev and SICK-R trial
     work = tmp_path / "work"
@@ -143,7 +175,7 @@ def test_readme_quickstart_runs(tmp_path, tiny_bert):
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "DEFSENT_MODEL": str(tiny_bert),
+        "DEFSENT_MODEL": str(model),
         "WORDNET": str(tiny_wordnet(tmp_path / "wordnet")),
         "DEFSENT_DATA": str(data),
         "DEFSENT_NO_PROGRESS": "1",
@@ -160,12 +192,31 @@ def test_readme_quickstart_runs(tmp_path, tiny_bert):
     assert len(entries) == sum(len(lemmas) for lemmas, _ in SYNSETS)
     assert {e["split"] for e in entries} == {"train", "dev", "test"}
     info = json.loads((folder / "ckpt" / "defsent.json").read_text())
-    assert Path(info["base_model"]).resolve() == tiny_bert.resolve()  # the model came from DEFSENT_MODEL
+    assert Path(info["base_model"]).resolve() == model.resolve()  # the model came from DEFSENT_MODEL
     vectors = np.load(folder / "vecs.npy")
     assert vectors.shape == (3, 32) and vectors.dtype == np.float32
     assert "a baby pig" in out and "(3, 32)" in out  # lookup's hits and the python line's shape
     for name in ("base-dev.json", "ckpt-dev.json"):  # the SentEval step ran
         assert json.loads((folder / name).read_text())["tasks"], name
+    printed = {line.strip().split(": ", 1)[0] for line in (out + err).splitlines() if ": " in line}
+    keys = message_keys(expected_output(readme()))
+    assert "wrote ckpt" in keys and "--pooler auto" in keys
+    missing = [key for key in keys if key not in printed]
+    assert not missing, f"the README shows lines the quickstart does not print: {missing}"
+
+
+def test_readme_quickstart_says_how_to_get_the_data_when_it_skips_step_6(tmp_path):
+    """Without $DEFSENT_DATA the last step is skipped, and says so: how to get the data and how to name it."""
+    block = quickstart_block(readme())
+    step6 = block[block.index("# 6.") :]
+    env = {k: v for k, v in os.environ.items() if k != "DEFSENT_DATA"}
+    env["PATH"] = f"{tmp_path}{os.pathsep}{env['PATH']}"  # a `defsent` that must not run
+    (tmp_path / "defsent").write_text("#!/bin/sh\necho STUB-DEFSENT-RAN >&2\nexit 1\n")
+    (tmp_path / "defsent").chmod(0o755)
+    result = run_bounded(["bash", "-c", "set -euo pipefail\n" + step6], 60, cwd=tmp_path, env=env, capture_output=True)
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "STUB-DEFSENT-RAN" not in err, err
+    assert "skipped" in err and "DEFSENT_DATA" in err and "senteval/downstream" in err and "docs/install.md" in err
 
 
 def test_quickstart_block_is_the_first_sh_block_of_its_section():

@@ -70,9 +70,9 @@ def read_pool(path) -> tuple[list[str], str]:
         if line.strip():
             pool.append(line)
     if first.lstrip().startswith("{"):
-        from ..training.sentences import check_plain
+        from ..formats.plain import check_plain
 
-        check_plain(first, path)
+        check_plain(first, path, "; a pool is one sentence per line, or a dictionary named .jsonl, or a pairs file")
     return list(dict.fromkeys(pool)), "one sentence per line"
 
 

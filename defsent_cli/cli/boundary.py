@@ -171,19 +171,35 @@ Quiet = Annotated[
 
 
 def _with_quiet(fn: Callable) -> inspect.Signature:
-    """``fn``'s signature with the ``-q/--quiet`` option every command takes (added here, once)."""
+    """``fn``'s signature with the ``-q/--quiet`` option every command takes, and ``--revision`` where its
+    ``-m`` takes a Hub name (added here, once)."""
+    from .options import Revision
+
     signature = inspect.signature(fn, eval_str=True)
-    quiet = inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Quiet)
-    params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in signature.parameters.values()]
-    return signature.replace(parameters=[*params, quiet.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    added = [inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Quiet)]
+    if takes_hub_name(signature):
+        added.append(inspect.Parameter("revision", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Revision))
+    params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in [*signature.parameters.values(), *added]]
+    return signature.replace(parameters=params)
+
+
+def takes_hub_name(signature: inspect.Signature) -> bool:
+    """Whether a command's ``-m`` is resolved by :func:`options.model_default` (a local folder or a Hub name)."""
+    from .options import model_default
+
+    parameter = signature.parameters.get("model")
+    metadata = getattr(parameter.annotation, "__metadata__", ()) if parameter is not None else ()
+    return any(getattr(info, "callback", None) is model_default for info in metadata)
 
 
 def _say_model_note() -> None:
     """The note :func:`options.model_default` left when the model came from DEFSENT_MODEL or the bundle."""
     ctx = get_current_context(silent=True)
-    note = ctx.meta.get("defsent.model_note") if ctx is not None else None
-    if note:
-        logger.info(note)
+    if ctx is None:
+        return
+    for note in [ctx.meta.get("defsent.model_note"), *ctx.meta.get("defsent.hub_notes", [])]:
+        if note:
+            logger.info(note)
 
 
 def guard(fn: Callable) -> Callable:
@@ -193,6 +209,7 @@ def guard(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         set_quiet(kwargs.pop("quiet", False))
+        kwargs.pop("revision", None)  # used by -m's callback (options.model_default)
         install_log_handler()
         _say_model_note()
         if sys.stdout is None:  # the shell closed it (>&-): data written there fails, nothing else does
@@ -204,8 +221,8 @@ def guard(fn: Callable) -> Callable:
             return result
         except DefsentError as exc:
             raise fail(str(exc), exc.exit_code) from None
-        except KeyboardInterrupt:
-            _interrupted()
+        except KeyboardInterrupt as exc:
+            _interrupted(getattr(exc, "defsent_run", None))
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
@@ -257,6 +274,7 @@ class DefsentGroup(TyperGroup):
     other error is: ``error: <what>; see 'defsent CMD --help'``, exit 2."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D102
+        _ARGS[:] = list(sys.argv[1:] if args is None else args)  # the command as typed, for the resume line
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
@@ -294,7 +312,26 @@ def _fail(message: str, exit_code: int) -> int:
     return exit_code
 
 
-def _interrupted() -> None:
-    """The line an interrupt ends with (rank 0's alone under torchrun, which stops every process at once)."""
-    if distributed.is_main():
-        err_console.print("[red]interrupted[/red]")
+#: The arguments of the command line being run (after ``defsent``), as :class:`DefsentGroup` was given them.
+_ARGS: list[str] = []
+
+
+def _interrupted(run=None) -> None:
+    """The line an interrupt ends with (rank 0's alone under torchrun, which stops every process at once); after
+    a training (``run``: :class:`~defsent_cli.training.run.Interrupted`), what was kept and how to go on."""
+    if not distributed.is_main():
+        return
+    said = ""
+    if run is not None and run.kept:
+        import shlex
+
+        args = [*_ARGS, *([] if "--resume" in _ARGS else ["--resume"])]
+        command = shlex.join(["defsent", *args])
+        launch = f"the same torchrun launch of {command}" if run.processes > 1 else command
+        state = "the state saved last" if run.step is None else f"the state of step {run.step:,} of {run.total_steps:,}"
+        said = f": {state} is kept in {run.work_dir}; resume with {launch}"
+    elif run is not None:
+        every = run.save_every
+        when = f"--save-every {every:,}: " + (f"the first at step {every:,}" if every else "none is saved")
+        said = f": no training state was saved yet ({when}), so nothing is kept; run the command again to start over"
+    err_console.print(f"[red]interrupted[/red]{escape(said)}", soft_wrap=True, highlight=False)

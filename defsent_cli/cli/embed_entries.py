@@ -67,13 +67,14 @@ def embed_entries(
         ),
     ] = PART_DEFINITIONS,
     texts: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Option(
             "--texts",
             help="Domain text, one text per line (your domain's own sentences or titles, never your evaluation's): "
             "each entry it mentions (its words in a row, whole, any case; not an entry of stop words alone) is "
             "embedded as the mean of up to --texts-per-entry of those lines instead of its definitions; the "
-            "other entries keep their definitions' mean. docs/domain.md.",
+            "other entries keep their definitions' mean. Repeatable: the files are read one after another, in "
+            "the order given. docs/domain.md.",
             show_default=False,
         ),
     ] = None,
@@ -106,8 +107,9 @@ def embed_entries(
     from ..training.entry_bank import write_bank_streamed
 
     check_output(check_bank_path(output), force)
+    texts = texts or None
     warn_ineffective(ctx, [("texts_per_entry", texts is None, "--texts-per-entry has no effect without --texts")])
-    if texts is not None and str(texts) == "-":
+    if texts is not None and any(str(path) == "-" for path in texts):
         raise DefsentError("--texts reads a file, not stdin: give its path")
     wanted = check_splits(splits.split(","))
     chosen = bank_kind(model, kind, pool)
@@ -116,7 +118,7 @@ def embed_entries(
         raise DefsentError("under torchrun every process reads the dictionary: give it as a file, not on stdin")
     with stdin_as_file(".jsonl") if from_stdin else nullcontext(dictionary) as source:
         sha256_file(source)  # a missing dictionary or text file fails before the model loads
-        found = None if texts is None else domain_texts(source, texts, texts_per_entry)
+        found = None if texts is None else domain_texts(source, texts, texts_per_entry, wanted, splits)
         loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
         with distributed.session(loaded.device):
             bank = write_bank_streamed(
@@ -135,25 +137,43 @@ def embed_entries(
             )
     if bank is None:  # not rank 0: rank 0 writes
         return
-    averaged = "definitions" if found is None else f"texts and definitions; {bank.from_texts} entries from {texts}"
+    named = None if texts is None else _names(texts)
+    averaged = "definitions" if found is None else f"texts and definitions; {bank.from_texts} entries from {named}"
     say(
         f"wrote {output}: {bank.entries} entries x {bank.dim} dims ({bank.kind}, "
         f"{bank.definitions} {averaged}, {describe(loaded)})"
     )
 
 
-def domain_texts(dictionary: Path, texts: Path, per_entry: int):
-    """The lines of ``texts`` that mention the dictionary's entries (``--texts``), with a note of how many."""
+def domain_texts(dictionary: Path, texts: list[Path], per_entry: int, wanted: list[str], splits: str):
+    """The lines of the ``texts`` files that mention the dictionary's entries (``--texts``, read in the order
+    given), with a note of how many; a warning where they change no row of the bank: a file that mentions no
+    entry, or mentions only entries outside ``--splits`` (``wanted``)."""
     from ..formats.dictionary import iter_entries
     from ..training.domain_text import find_texts
 
     found = find_texts(texts, (entry.entry for entry in iter_entries(dictionary, unique=False)), per_entry)
-    say(f"{texts}: {found.lines:,} lines, kept up to {per_entry} per entry they mention")
+    named = _names(texts)
+    say(f"{named}: {found.lines:,} lines, kept up to {per_entry} per entry they mention")
+    plain = "every row is its definitions' mean, as without --texts"
     if not found.found:
+        warn(f"{named} {'mentions' if len(texts) == 1 else 'mention'} none of the dictionary's entries: {plain}")
+    elif not found.occurrences(dictionary, wanted)[1]:
         warn(
-            f"{texts} mentions none of the dictionary's entries: every row is its definitions' mean, as without --texts"
+            f"{named} {'mentions' if len(texts) == 1 else 'mention'} only entries outside --splits {splits} "
+            f"({len(found.found):,} of them), which the bank does not hold: {plain}"
         )
+    elif len(texts) > 1:
+        for path, mentions in found.mentioning.items():
+            if not mentions:
+                warn(f"{path} mentions none of the dictionary's entries: its lines are in no row")
     return found
+
+
+def _names(paths: list[Path]) -> str:
+    """``a.txt``, ``a.txt and b.txt``, ``a.txt, b.txt and c.txt``."""
+    names = list(map(str, paths))
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def bank_kind(model: Path, kind, pool) -> str:

@@ -12,12 +12,20 @@ import typer
 from .. import distributed
 from ..console import say
 from ..errors import DefsentError
-from ..io import check_output, read_texts
+from ..io import check_output, is_stdout, read_records
 from . import options as opt
 from .boundary import guard
 
+VectorFormat = opt.choices("VectorFormat", ("npy", "jsonl", "json", "h5"))
+
 
 def encode_command(
+    sentences: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="TEXT", help="Texts to encode, given here instead of a file or stdin.", show_default=False
+        ),
+    ] = None,
     model: opt.Model = None,
     inputs: Annotated[
         list[Path] | None, typer.Option("--input", "-i", help="Input file(s); default stdin. '-' is stdin.")
@@ -25,10 +33,37 @@ def encode_command(
     field: Annotated[
         str | None, typer.Option("--field", help="Read JSONL and embed this string field of each object.")
     ] = None,
+    id_field: Annotated[
+        str | None,
+        typer.Option("--id-field", help="With --field: each row's id in JSON outputs (default: the line number)."),
+    ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Output file: .npy, .h5 or .jsonl (by suffix). Default: .npy on stdout."),
+        typer.Option(
+            "--output", "-o", help="Output file: .npy, .h5, .jsonl or .json (by suffix). Default (or -): stdout."
+        ),
     ] = None,
+    fmt: Annotated[
+        VectorFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="npy, jsonl ({id, embedding} per row), json (a list of them) or h5 (a file only). Default: -o's "
+            "suffix; on stdout npy, or jsonl when stdout is a terminal.",
+            show_default=False,
+        ),
+    ] = None,
+    store_text: Annotated[
+        bool, typer.Option("--store-text", help="JSON rows carry their text too (h5 always stores the texts).")
+    ] = False,
+    similarity: Annotated[
+        bool,
+        typer.Option(
+            "--similarity",
+            help="Print the cosine similarity of every pair of texts instead of their vectors (a table; JSON with "
+            "--format json).",
+        ),
+    ] = False,
     pooling: opt.Pooling = None,
     batch_size: opt.BatchSize = 32,
     batch_tokens: opt.BatchTokens = None,
@@ -51,48 +86,55 @@ def encode_command(
     fit_on: opt.FitOn = None,
     post_file: opt.PostFile = None,
 ) -> None:
-    """Encode sentences (one per line) into float32 vectors, one row per line, in order.
+    """Encode sentences (arguments, or one per line of files or stdin) into float32 vectors, one row each, in order.
 
     \b
     Examples:
       defsent encode --model ckpt/ --pooling mean < sents.txt > vecs.npy
+      defsent encode -f jsonl "A man plays a guitar." "Someone plays guitar."
+      defsent encode --similarity "A man plays a guitar." \\
+          "Someone plays guitar." "A cat sleeps."
+      defsent encode -i docs.jsonl --field text --id-field id \\
+          --store-text -o vecs.jsonl
       defsent encode -m ckpt/ --pooling ditto --ditto-head 1-10 \\
           --post-file post.h5 -i sents.txt -o vecs.h5
 
     Under torchrun the processes share the work and rank 0 writes the one output.
     """
     from ..encoder.onnx_runtime import describe  # torch and numpy: imported by the command, not by --help
-    from ..formats.vectors import vector_format, write_npy_stdout, write_vectors
+    from ..formats.plain import plain_check
+    from ..formats.vectors import write_vectors
 
     spec = opt.encode_spec(
         pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
     )
+    if sentences and inputs:
+        raise DefsentError("give the texts as arguments or with --input, not both")
     sources = [str(p) for p in inputs] if inputs else ["-"]
     if sources.count("-") > 1:
         raise DefsentError("stdin ('-') can be read only once; give it one --input -")
-    if sources == ["-"] and sys.stdin.isatty():
-        raise DefsentError("no input: pipe sentences into stdin or pass --input FILE")
-    if output is None and sys.stdout.isatty():
-        raise DefsentError("refusing to write binary .npy to a terminal; redirect stdout or pass -o FILE")
-    if output is not None:
+    if not sentences and sources == ["-"] and sys.stdin.isatty():
+        raise DefsentError("no input: give texts as arguments, pipe sentences into stdin, or pass --input FILE")
+    to_stdout = output is None or is_stdout(output)
+    chosen = output_format(output, opt.value(fmt), similarity)
+    if not to_stdout:
         check_output(output, force)
-        vector_format(output)
     # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
-    from_stdin = distributed.active() and "-" in sources
+    from_stdin = distributed.active() and "-" in sources and not sentences
     texts: list[str] = []
-    if distributed.is_main() or not from_stdin:
-        texts = read_texts(sources, field=field, skip_blank=skip_blank)
+    ids: list = []
+    if sentences:
+        texts, ids = list(sentences), list(range(1, len(sentences) + 1))
+        if id_field is not None:
+            raise DefsentError("--id-field reads JSONL input: texts given as arguments are numbered 1, 2, ...")
+    elif distributed.is_main() or not from_stdin:
+        check = (
+            None if field is not None else plain_check("; pass --field NAME to encode one string field of each object")
+        )
+        ids, texts = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check)
         if not texts:
             where = "stdin" if sources == ["-"] else ", ".join(sources)
             raise DefsentError(f"no sentences in {where}: nothing to encode")
-        if field is None and _is_json_object(texts[0]):
-            where = "<stdin>" if sources[0] == "-" else sources[0]
-            raise DefsentError(
-                "is JSON Lines (a JSON object per line), and encoding the raw JSON means nothing: pass --field NAME "
-                "to encode one string field of each object",
-                path=where,
-                line=1,
-            )
     loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):
@@ -101,12 +143,13 @@ def encode_command(
         vectors = encoder(texts, shard=True)  # normalised (or not: encoder.normalized) after the post-processing
     if vectors is None:  # not rank 0: rank 0 writes
         return
-    if output is None:
-        write_npy_stdout(vectors)
+    if similarity:
+        write_similarity(texts, vectors, chosen)
     else:
         attrs = {"model": str(model), "pooling": encoder.label, "normalized": encoder.normalized}
         attrs["encoding"] = json.dumps(encoder.describe())
-        write_vectors(output, vectors, texts=texts, attrs=attrs)
+        where = "-" if to_stdout else output
+        write_vectors(where, vectors, texts=texts, attrs=attrs, fmt=chosen, ids=ids, store_text=store_text)
     norm = encoder.normalization()
     say(
         f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)}; "
@@ -114,14 +157,53 @@ def encode_command(
     )
 
 
-def _is_json_object(text: str) -> bool:
-    """True for a line that is a JSON object (the first line of a JSONL file given without --field)."""
-    if not text.lstrip().startswith("{"):
-        return False
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
+def output_format(output: Path | None, fmt: str | None, similarity: bool) -> str:
+    """What ``encode`` writes: ``--format``, else the suffix of ``-o FILE``, else (stdout) npy, or jsonl on a
+    terminal; a table with ``--similarity`` (JSON with --format json). Contradictions are one-line errors."""
+    from ..formats.vectors import vector_format
+
+    to_stdout = output is None or is_stdout(output)
+    if similarity:
+        if not to_stdout:
+            raise DefsentError("--similarity prints its table on stdout: drop -o (or use --format json > FILE)")
+        if fmt not in (None, "json"):
+            raise DefsentError(f"--similarity prints a table, or JSON with --format json, not {fmt}")
+        return fmt or "table"
+    if to_stdout:
+        if fmt == "h5":
+            raise DefsentError("h5 cannot be written to stdout: give -o FILE.h5")
+        if fmt is None and sys.stdout.isatty():
+            return "jsonl"
+        if fmt == "npy" and sys.stdout.isatty():
+            raise DefsentError("refusing to write binary .npy to a terminal; redirect stdout or pass -o FILE")
+        return fmt or "npy"
+    by_suffix = vector_format(output) if fmt is None else None
+    if (
+        fmt is not None
+        and output.suffix.lower() not in ("", f".{fmt}")
+        and not (fmt == "h5" and output.suffix.lower() == ".hdf5")
+    ):
+        raise DefsentError(f"--format {fmt} contradicts the output's suffix {output.suffix}", path=output)
+    return fmt or by_suffix
+
+
+def write_similarity(texts: list[str], vectors, fmt: str) -> None:
+    """The cosine of every pair of texts on stdout: a table (each row ends with its text) or a JSON object."""
+    import numpy as np
+
+    from ..io import write_stdout
+
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    cosine = np.clip(unit @ unit.T, -1.0, 1.0)
+    if fmt == "json":
+        write_stdout(json.dumps({"texts": texts, "cosine": np.round(cosine, 6).tolist()}, ensure_ascii=False) + "\n")
+        return
+    labels = [f"[{i}]" for i in range(1, len(texts) + 1)]
+    width = max(7, max(map(len, labels)) + 1)
+    lines = [" " * width + "".join(label.rjust(width) for label in labels)]
+    for label, row, text in zip(labels, cosine, texts, strict=True):
+        lines.append(label.ljust(width) + "".join(f"{value:{width}.4f}" for value in row) + "  " + text)
+    write_stdout("\n".join(lines) + "\n")
 
 
 def register(app: typer.Typer) -> None:

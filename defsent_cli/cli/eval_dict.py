@@ -8,11 +8,10 @@ from typing import Annotated
 import typer
 
 from .. import distributed
-from ..console import err_console
 from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
-from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates, check_candidates
+from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates, check_candidates, choose_bank
 from .render import reverse_dictionary_table, show
 
 
@@ -20,7 +19,7 @@ def eval_dict_command(
     dictionary: Annotated[
         Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL the bank was built from.", show_default=False)
     ],
-    model: CheckpointModel,
+    model: CheckpointModel = None,
     bank: CandidateBank = None,
     word_head: opt.WordHead = None,
     split: Annotated[opt.Split, typer.Option("--split", help="Whose definitions are the queries.")] = opt.Split.test,
@@ -50,9 +49,10 @@ def eval_dict_command(
     from ..evaluation.reverse_dict import evaluate  # torch: imported by the command, not by --help
 
     if output is not None:
-        check_output(output, force)
+        check_output(output, force, stdout=True)
     check_candidates(bank, word_head)
     loaded = opt.load(model, device, runtime, precision)
+    bank = choose_bank(loaded, bank, word_head)
     with distributed.session(loaded.device):
         encoder, entries = candidates(loaded, bank, word_head, pooling, dictionary)
         metrics = evaluate(
@@ -75,7 +75,7 @@ def eval_dict_command(
 
         result["provenance"] = provenance([model], [dictionary, *([bank] if bank is not None else [])], seed)
         write_json(output, result)
-        err_console.print(table)
+        show(table, to_stdout=False)
     else:
         show(table, to_stdout=True)
 

@@ -48,9 +48,9 @@ def fit_post(
     """
     if not post:
         raise DefsentError("give the steps to fit with --post (e.g. --post zscore or --post whiten-k:256)")
+    check_output(output, force, what="the fitted chain (HDF5)")
     if output.suffix.lower() not in (".h5", ".hdf5"):
         raise DefsentError("the fitted chain is HDF5: give the output a .h5 suffix", path=output)
-    check_output(output, force)
     spec = opt.encode_spec(pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, corpus)
     loaded = opt.load(model, device, runtime, precision)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)

@@ -9,12 +9,12 @@ from typing import Annotated
 
 import typer
 
-from ..console import err_console, say
+from ..console import say
 from ..errors import DefsentError
 from ..io import check_output, outputs_together, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
-from .render import inspect_table
+from .render import inspect_table, show
 from .results import expand_models
 
 
@@ -117,7 +117,7 @@ def inspect(
     if not paths and not model:
         raise DefsentError("nothing to inspect: give bank or vector files, or --model PATH")
     if output is not None:
-        check_output(output, force)
+        check_output(output, force, stdout=True)
     if plot is not None:
         from ..space.plots import check_plot_path
 
@@ -152,9 +152,9 @@ def inspect(
             encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
             sentences.append(sentence_geometry(encoder, inputs, pairs, seed))
     if reports:
-        err_console.print(inspect_table(reports))
+        show(inspect_table(reports), to_stdout=False)
     if sentences:
-        err_console.print(inspect_table(sentences, "sentence-space figures"))
+        show(inspect_table(sentences, "sentence-space figures"), to_stdout=False)
     for number, report in enumerate(reports + sentences, start=1):
         say(f"{number}: {report['describe']}")
     document = {"pairs": pairs, "seed": seed, "banks": reports}

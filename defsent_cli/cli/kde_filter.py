@@ -16,13 +16,21 @@ Method = opt.choices("KdeMethod", ("kde", "iterative"))
 
 def kde_filter_command(
     silver: Annotated[
-        Path, typer.Argument(metavar="SILVER", help="Scored pairs from defsent label.", show_default=False)
+        Path,
+        typer.Argument(
+            metavar="SILVER",
+            help="Scored pairs: defsent label's TSV, or an STS-B or SICK file (as train-pairs reads them).",
+            show_default=False,
+        ),
     ],
     gold: Annotated[Path, typer.Option("--gold", help="The gold scored pairs whose score distribution to match.")],
     output: Annotated[
         Path,
         typer.Option(
-            "--output", "-o", help="The silver pairs kept, in the silver's order: sentence1<TAB>sentence2<TAB>score."
+            "--output",
+            "-o",
+            help="The silver pairs kept, in the silver's order, always as TSV whatever the silver's layout: "
+            "sentence1<TAB>sentence2<TAB>score on each line.",
         ),
     ],
     method: Annotated[
@@ -54,9 +62,9 @@ def kde_filter_command(
 
     from ..augment.kde import histogram_distance, iterative_kde, kde_sample, plot_histograms
     from ..formats.pairs import read_pairs
-    from ..io import atomic_text, check_output, outputs_together
+    from ..io import check_output, output_name, outputs_together, text_output
 
-    check_output(output, force)
+    check_output(output, force, stdout=True)
     if plot is not None:
         from ..space.plots import check_plot_path
 
@@ -67,6 +75,18 @@ def kde_filter_command(
             from ..errors import DefsentError
 
             raise DefsentError("has no scores: kde-filter compares score distributions", path=name)
+        if len(set(pairs.scores)) < 2:  # a density estimate needs a spread: name the file that has none
+            from ..errors import DefsentError
+
+            n = len(pairs.scores)
+            one = (
+                f"its one pair scores {pairs.scores[0]:g}"
+                if n == 1
+                else f"all its {n:,} pairs score {pairs.scores[0]:g}"
+            )
+            raise DefsentError(
+                f"{one}: kde-filter needs at least two different scores for a density estimate", path=name
+            )
     scores, gold_scores = np.asarray(found.scores), np.asarray(target.scores)
     silver_top, gold_top = float(np.abs(scores).max()), float(np.abs(gold_scores).max())
     scales = None
@@ -92,15 +112,15 @@ def kde_filter_command(
         from ..log import warn
 
         warn(scales)
-    with outputs_together(output, plot):  # a plot that fails takes the kept pairs with it
-        with atomic_text(output) as fh:
-            for i in kept:
-                fh.write(f"{found.sent1[i]}\t{found.sent2[i]}\t{found.scores[i]:g}\n")
+    with outputs_together(output, plot):  # the plot first: one that fails leaves no pairs, on stdout either
         if plot is not None:
             plot_histograms(plot, gold_scores, scores, scores[kept])
+        with text_output(output) as fh:
+            for i in kept:
+                fh.write(f"{found.sent1[i]}\t{found.sent2[i]}\t{found.scores[i]:g}\n")
     before, after = histogram_distance(gold_scores, scores), histogram_distance(gold_scores, scores[kept])
     say(
-        f"wrote {output}: kept {len(kept):,} of {len(scores):,} pairs; histogram distance to the gold "
+        f"wrote {output_name(output)}: kept {len(kept):,} of {len(scores):,} pairs; histogram distance to the gold "
         f"{before:.3f} -> {after:.3f}"
     )
 

@@ -44,10 +44,10 @@ def label_command(
     """
     from ..console import make_progress
     from ..formats.pairs import read_pairs
-    from ..io import atomic_text, check_input, check_output
+    from ..io import check_input, check_output, output_name, text_output
     from ..training.teachers import load_teacher
 
-    check_output(output, force)
+    check_output(output, force, stdout=True)
     found = read_pairs(check_input(pairs))
     scorer, info, loaded = load_teacher(model, device)
     scale = float(info.get("max_score", 5.0))
@@ -56,11 +56,11 @@ def label_command(
         scores = scorer.score(
             found.sent1, found.sent2, loaded.device, batch_size, progress=lambda n: progress.update(task, advance=n)
         )
-    with atomic_text(output) as fh:
+    with text_output(output) as fh:
         for a, b, score in zip(found.sent1, found.sent2, scores, strict=True):
             fh.write(f"{a}\t{b}\t{score * scale:.4f}\n")
     say(
-        f"wrote {output}: {len(found):,} pairs scored by {model} ({info.get('arch')}), mean {scores.mean() * scale:.3f}"
+        f"wrote {output_name(output)}: {len(found):,} pairs scored by {model} ({info.get('arch')}), mean {scores.mean() * scale:.3f}"
     )
 
 

@@ -13,6 +13,7 @@ from ..console import say
 from ..errors import DefsentError
 from ..formats.bank import Bank, BankFile
 from ..io import read_texts, write_stdout
+from ..log import note
 from . import options as opt
 from .boundary import guard
 
@@ -56,18 +57,33 @@ def check_candidates(bank: Path | None, word_head) -> None:
 def candidates(
     loaded, bank: Path | None, word_head, pooling, dictionary: Path | None = None
 ) -> tuple[QueryEncoder, Bank | BankFile]:
-    """(query encoder, candidates): the entries of ``bank``, or the vocabulary through a word head."""
-    from ..evaluation.reverse_dict import load_bank_for, query_encoder, trained_word_objective, word_query_encoder
+    """(query encoder, candidates): the entries of ``bank`` (:func:`choose_bank`'s), or the vocabulary through a word
+    head."""
+    from ..evaluation.reverse_dict import load_bank_for, query_encoder, word_query_encoder
 
     check_candidates(bank, word_head)
     if bank is None:
-        if word_head is None and not trained_word_objective(loaded):
-            raise DefsentError(
-                "pass --bank BANK.h5 (the candidates), or --word-head mlm|embeddings to rank the vocabulary"
-            )
         return word_query_encoder(loaded, opt.value(word_head), opt.value(pooling))
     entries = load_bank_for(dictionary, bank)
     return query_encoder(loaded, entries, opt.value(pooling)), entries
+
+
+def choose_bank(loaded, bank: Path | None, word_head) -> Path | None:
+    """The candidates' bank: ``--bank``; else none where the vocabulary is ranked (``--word-head``, a DefSent
+    checkpoint); else the bank the checkpoint was trained against (its ``defsent.json``), said in a note; else an
+    error saying what to pass (and that the recorded bank is gone, where it is)."""
+    from ..evaluation.reverse_dict import trained_word_objective
+
+    if bank is not None or word_head is not None or trained_word_objective(loaded):
+        return bank
+    recorded = loaded.info.get("bank") if isinstance(loaded.info, dict) else None
+    if isinstance(recorded, str) and Path(recorded).is_file():
+        note(f"bank: {recorded} (the one {loaded.path} was trained against; --bank chooses another)")
+        return Path(recorded)
+    gone = f" ({loaded.path} was trained against {recorded}, which is gone)" if isinstance(recorded, str) else ""
+    raise DefsentError(
+        f"pass --bank BANK.h5 (the candidates), or --word-head mlm|embeddings to rank the vocabulary{gone}"
+    )
 
 
 def lookup_command(
@@ -106,7 +122,9 @@ def lookup_command(
         if not queries:
             raise DefsentError("no query on stdin (only blank lines or nothing)")
     check_candidates(bank, word_head)
-    encoder, entries = candidates(opt.load(model, device, runtime, precision), bank, word_head, pooling)
+    loaded = opt.load(model, device, runtime, precision)
+    bank = choose_bank(loaded, bank, word_head)
+    encoder, entries = candidates(loaded, bank, word_head, pooling)
     vectors = encoder.encode(queries, batch_size)
     indices, scores = top_k(vectors, entries, k)
     lines = []

@@ -79,7 +79,7 @@ def merge_command(
     from ..merging.weights import check_compatible, load_ingredient, with_weights
 
     started = time.perf_counter()
-    check_output(output, force, kind="folder")
+    check_output(output, force, kind="folder", what="a checkpoint folder")
     alphas = parse_alphas(alpha) if alpha is not None else None
     if opt.value(method) == "greedy" and select is None:
         raise DefsentError("--method greedy needs --select CRITERION (e.g. --select dev)")

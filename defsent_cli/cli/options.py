@@ -95,18 +95,69 @@ Weighting = choices("Weighting", ("idf", "none"))
 
 
 def model_default(ctx, param, value):
-    """A click callback: no ``-m`` -> ``DEFSENT_MODEL``, else the bundled all-MiniLM-L6-v2, else a usage error
-    naming all three ways. The choice is remembered for the one-line note :func:`guard` gives."""
-    if value not in (None, [], ()) or ctx.resilient_parsing:
+    """A click callback: ``-m`` a local folder or a Hub name (resolved to a local folder, encoder/hub.py, at
+    ``--revision``); no ``-m`` -> ``DEFSENT_MODEL`` (a folder or a Hub name), else the bundled all-MiniLM-L6-v2,
+    else a usage error naming all three ways. The choice is remembered for the one-line note :func:`guard`
+    gives."""
+    if ctx.resilient_parsing:
         return value
-    from ..encoder.models import default_model
-
+    revision = ctx.meta.get(REVISION_KEY)
     try:
+        if value not in (None, [], ()):
+            values = value if param.multiple else [value]
+            resolved = [_resolved(v, revision, ctx) for v in values]
+            return resolved if param.multiple else resolved[0]
+        from ..encoder.models import default_model
+
         folder, source = default_model()
+        found = _resolved(folder, revision, ctx)
+        ctx.meta.pop("defsent.hub_notes", None)  # the note below names it
     except DefsentError as exc:
         raise typer.BadParameter(str(exc), ctx, param) from None
-    ctx.meta["defsent.model_note"] = f"model: {folder} ({source}; -m FOLDER chooses another)"
-    return [folder] if param.multiple else folder
+    ctx.meta["defsent.model_note"] = (
+        f"model: {_shown(folder, found)} ({source}; -m FOLDER or -m ORG/NAME chooses another)"
+    )
+    return [found] if param.multiple else found
+
+
+REVISION_KEY = "defsent.revision"
+_GLOB = set("*?[")
+
+
+def _resolved(value: Path, revision: str | None, ctx) -> Path:
+    """A model given by name: a local folder as it is (or a quoted glob, expanded by the command), a Hub name as
+    its snapshot's folder, noted once."""
+    text = str(value)
+    if (Path(text).exists() and revision is None) or (_GLOB & set(text) and not Path(text).exists()):
+        return value
+    from ..encoder.hub import resolve_model
+
+    found = resolve_model(text, revision)
+    if found != Path(text):
+        ctx.meta.setdefault("defsent.hub_notes", []).append(f"model: {_shown(text, found)}")
+    return found
+
+
+def _shown(name, folder: Path) -> str:
+    return str(folder) if str(name) == str(folder) else f"{name} -> {folder}"
+
+
+def remember_revision(ctx, param, value):
+    """An eager click callback: ``--revision`` is read before ``-m``, whose callback resolves the name at it."""
+    ctx.meta[REVISION_KEY] = value
+    return value
+
+
+Revision = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        help="With a Hub name (-m ORG/NAME): the branch, tag or commit to use (default: main).",
+        show_default=False,
+        is_eager=True,
+        callback=remember_revision,
+    ),
+]
 
 
 _MODEL_HELP = (

@@ -44,7 +44,9 @@ def plot_command(
     The loss against the step, one colour a run labelled by its folder's name; below it, when any run was
     scored as it trained (--eval-every), the dev score against the step, a star on the step whose weights the
     checkpoint kept. The curves come from each folder's train_log.jsonl (log.jsonl in a .partial/ folder)
-    and defsent.json; a checkpoint not written yet is read from its .partial/ folder.
+    and defsent.json; a checkpoint not written yet is read from its .partial/ folder. A run whose loss became
+    NaN or infinite diverged: it is named in a warning (its finite losses drawn), or in an error when no run
+    leaves anything to draw.
 
     \b
     Examples:
@@ -54,10 +56,11 @@ def plot_command(
     """
     from ..io import check_output
     from ..space.plots import check_plot_path, plot_curves
-    from ..training.curves import read_runs
+    from ..training.curves import check_diverged, read_runs
 
     check_output(check_plot_path(output, needs="defsent plot"), force)
     curves = read_runs(runs)
+    check_diverged(curves)  # a run whose loss went NaN: a warning, or an error when nothing is left to draw
     plot_curves(output, curves, smooth=smooth, title=title)
     losses, scored = sum(1 for run in curves if run.loss), sum(1 for run in curves if run.dev)
     runs_drawn = f"{len(curves)} run{'s' if len(curves) != 1 else ''}"

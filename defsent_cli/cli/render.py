@@ -10,7 +10,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..console import err_console
+from ..console import QUIET, err_console
+
+#: The width a table is laid out in when its stream is not a terminal (a log file, a pipe): wider than any
+#: table, so each comes out at its own width, a path on one line, instead of wrapped at rich's default 80.
+FULL_WIDTH = 100_000
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -18,8 +22,15 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 
 def show(renderable, to_stdout: bool) -> None:
-    """Tables go to stdout when no ``-o`` was given (the table is the output), else to stderr."""
-    (Console(highlight=False) if to_stdout else err_console).print(renderable)
+    """A table on stdout when it is the command's output (no ``-o`` given: the results are the table, so
+    ``-q`` keeps it), else on stderr beside the notes, where ``-q`` leaves it out (docs/conventions.md: errors
+    and warnings only). On a terminal it fits the window; elsewhere it is laid out at its full width."""
+    if QUIET["on"] and not to_stdout:
+        return
+    console = Console(highlight=False) if to_stdout else err_console
+    if not console.is_terminal:
+        console = Console(stderr=not to_stdout, highlight=False, width=FULL_WIDTH)
+    console.print(renderable)
 
 
 def render_table(title: str, columns: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], caption: str = ""):
@@ -165,6 +176,13 @@ def stats_table(stats: dict[str, dict], title: str = "dictionary"):
     """A rich table of :func:`dictionary_stats` output."""
     table = Table(title=title)
     with_tokens = any("max_tokens" in row for row in stats.values())
+    shared = [
+        f"{split} {row['in_train']:,} of {row['definitions']:,} ({100 * row['in_train'] / row['definitions']:.1f}%)"
+        for split, row in stats.items()
+        if "in_train" in row and row["definitions"]
+    ]
+    if shared and "train" in stats:  # held-out definitions that are also training ones
+        table.caption = f"held-out definitions also in train: {', '.join(shared)}"
     table.add_column("split")
     table.add_column("entries", justify="right")
     table.add_column("definitions", justify="right")

@@ -55,7 +55,9 @@ def check_results_output(output: Path | None, force: bool, stdout_carries: str |
     """Results are JSON, never silently overwritten; checked before anything slow runs. ``-`` is stdout,
     unless the command writes other data there (``stdout_carries`` says what)."""
     if stdout_carries and is_stdout(output):
-        raise DefsentError(f"-o -: stdout carries {stdout_carries} here; give the results JSON a file name")
+        raise DefsentError(
+            f"'-' means standard output, which carries {stdout_carries} here: give the results JSON a file name"
+        )
     if output is not None and not is_stdout(output):
         if output.suffix.lower() != ".json":
             raise DefsentError("results are JSON: give the output a .json suffix", path=output)

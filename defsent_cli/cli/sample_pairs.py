@@ -59,7 +59,7 @@ def sample_pairs_command(
     Each pair once (either order), never a sentence with itself. Then: defsent label new.tsv -m TEACHER.
     """
     from ..augment.sampling import check_sampling, read_pool, sample_pairs
-    from ..io import atomic_text, check_output
+    from ..io import check_output, output_name, text_output
 
     if strategy is None:  # the thesis's union needs a bi-encoder: without one, random pairs
         strategy = "random,semantic" if model is not None else "random"
@@ -67,7 +67,7 @@ def sample_pairs_command(
     warn_ineffective(
         ctx, [("model", "semantic" not in strategies, "--model has no effect without --strategy semantic")]
     )
-    check_output(output, force)
+    check_output(output, force, stdout=True)
     pool, read_as = read_pool(sentences)
     check_sampling(pool, strategies, model is not None)  # before a model loads
     encode = None
@@ -75,11 +75,11 @@ def sample_pairs_command(
         encoder = opt.encoder(opt.encode_spec(pooling), model, device, "torch", "fp32", batch_size, None, show_progress)
         encode = encoder
     pairs = sample_pairs(pool, strategies, per_sentence, seed, encode)
-    with atomic_text(output) as fh:
+    with text_output(output) as fh:
         for i, j in pairs:
             fh.write(f"{pool[i]}\t{pool[j]}\n")
     say(
-        f"wrote {output}: {count(len(pairs), 'pair')} from {count(len(pool), 'distinct sentence')} ({read_as}; "
+        f"wrote {output_name(output)}: {count(len(pairs), 'pair')} from {count(len(pool), 'distinct sentence')} ({read_as}; "
         f"{', '.join(strategies)})"
     )
 

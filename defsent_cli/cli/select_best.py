@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from ..console import err_console, say
+from ..console import say
 from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
 from ..io import outputs_together, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
-from .render import ranking_table
+from .render import ranking_table, show
 from .results import check_results_output, expand_models
 
 CriterionName = opt.choices("CriterionName", CRITERIA)
@@ -64,7 +64,7 @@ def select_best_command(
         opt.value(by), data, dictionary, bank, opt.value(pooling), batch_size, show_progress
     ).prepare()
     ranking = select_best(expand_models(checkpoints), criterion, device)
-    err_console.print(ranking_table(ranking, criterion.name, criterion.meaning))
+    show(ranking_table(ranking, criterion.name, criterion.meaning), to_stdout=False)
     summary = score_summary(ranking)
     if summary["sd"] is not None:
         say(

@@ -69,22 +69,51 @@ def looks_like_index_line(line: str) -> bool:
 # --------------------------------------------------------------------------- the files
 
 
-def database_paths(path: str | Path) -> tuple[Path, Path] | None:
-    """``(NAME.index, NAME.dict.dz or NAME.dict)`` for a path naming either file or the base name NAME;
-    None when ``path`` names no dictd database (no index beside it, or no data beside the index)."""
+def _bases(path: str | Path) -> list[str]:
+    """The base names NAME a path can stand for: itself without a dictd suffix, then without each further suffix
+    of its file name (``foldoc.idx`` -> ``foldoc.idx``, ``foldoc``)."""
     text = str(path)
-    base = text
-    for suffix in SUFFIXES:
-        if text.endswith(suffix):
-            base = text[: -len(suffix)]
-            break
-    index = Path(base + ".index")
+    bases = [next((text[: -len(s)] for s in SUFFIXES if text.endswith(s)), text)]
+    while Path(bases[-1]).suffix:
+        bases.append(bases[-1][: -len(Path(bases[-1]).suffix)])
+    return bases
+
+
+def is_index_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file whose first non-blank line is a dictd index line (under any name)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    first = next((line for line in head.split(b"\n") if line.strip()), b"")
+    return looks_like_index_line(first.decode("latin-1"))
+
+
+def data_name(index: str | Path) -> str:
+    """The name the text of the dictd index ``index`` must have beside it: ``foldoc.dict.dz`` for
+    ``foldoc.index`` (and for an index under another name, ``foldoc.idx``)."""
+    bases = _bases(index)
+    base = bases[0] if str(index).endswith(SUFFIXES) or len(bases) == 1 else bases[1]
+    return Path(base).name + ".dict.dz"
+
+
+def database_paths(path: str | Path) -> tuple[Path, Path] | None:
+    """``(index, NAME.dict.dz or NAME.dict)`` for a path naming either file or the base name NAME, or an index
+    under another name (``foldoc.idx`` beside ``foldoc.dict.dz``); None when ``path`` names no dictd database
+    (no index, or no data beside the index)."""
+    bases = _bases(path)
+    index = Path(bases[0] + ".index")
     if not index.is_file():
-        return None
-    for suffix in (".dict.dz", ".dict"):
-        data = Path(base + suffix)
-        if data.is_file():
-            return index, data
+        text = str(path)
+        if text.endswith((".dict", ".dict.dz")) or not Path(text).is_file() or not is_index_file(text):
+            return None
+        index, bases = Path(text), bases[1:] if len(bases) > 1 else bases
+    for base in bases:
+        for suffix in (".dict.dz", ".dict"):
+            data = Path(base + suffix)
+            if data.is_file():
+                return index, data
     return None
 
 
@@ -93,12 +122,25 @@ def _resolve(path: str | Path) -> tuple[Path, Path]:
     if found is not None:
         return found
     text = str(path)
-    base = next((text[: -len(s)] for s in SUFFIXES if text.endswith(s)), text)
-    if not Path(base + ".index").is_file():
-        raise DefsentError(f"no dictd index {Path(base).name}.index beside it; {DICTD_HINT}", path=path)
-    raise DefsentError(
-        f"no {Path(base).name}.dict.dz or {Path(base).name}.dict beside its index; {DICTD_HINT}", path=path
-    )
+    if text == "-":
+        raise DefsentError(
+            "a dictd database cannot be read from stdin: pass its NAME.index, with NAME.dict.dz beside it"
+        )
+    base = _bases(path)[0]
+    if Path(base + ".index").is_file() or (
+        Path(text).is_file() and not text.endswith((".dict", ".dict.dz")) and is_index_file(text)
+    ):
+        name = data_name(base + ".index" if Path(base + ".index").is_file() else text)
+        raise DefsentError(
+            f"no {name} (or {name[: -len('.dz')]}) beside this dictd index: put the database's text there, under "
+            f"that name; {DICTD_HINT}",
+            path=path,
+        )
+    if Path(text).is_file() and not text.endswith((".dict", ".dict.dz")):
+        raise DefsentError(
+            f"is not a dictd index (its first line is not headword<TAB>offset<TAB>length); {DICTD_HINT}", path=path
+        )
+    raise DefsentError(f"no dictd index {Path(base).name}.index beside it; {DICTD_HINT}", path=path)
 
 
 def _read_data(data: Path) -> bytes:
@@ -113,11 +155,11 @@ def _read_data(data: Path) -> bytes:
         raise DefsentError(f"not a dictzip (gzip) file: {exc}", path=data) from None
 
 
-def iter_index(index: Path) -> Iterator[tuple[int, str, int, int]]:
+def iter_index(index: Path, encoding: str = "utf-8") -> Iterator[tuple[int, str, int, int]]:
     """``(line number, headword, offset, length)`` of every index line, the database's own lines included."""
     from ..io import iter_lines
 
-    for number, line in iter_lines(index):
+    for number, line in iter_lines(index, encoding, "; pass --encoding (e.g. latin-1)"):
         if not line.strip():
             continue
         columns = line.rstrip("\r\n").split("\t")
@@ -132,6 +174,65 @@ def iter_index(index: Path) -> Iterator[tuple[int, str, int, int]]:
         except ValueError as exc:
             raise DefsentError(f"not a dictd index line: {exc}", path=index, line=number) from None
         yield number, columns[0], offset, length
+
+
+def _key(text: str) -> str:
+    """A headword or a block's first line reduced to its letters and digits, for comparing them."""
+    text = unicodedata.normalize("NFKD", gcide_text(text)).casefold()
+    return "".join(c for c in text if c.isalnum())
+
+
+def check_pairing(index: Path, data_path: Path, lines: list[tuple[int, str, int, int]], data: bytes, encoding: str):
+    """Refuse an index beside another database's text (the Jargon File's index beside FOLDOC's .dict.dz): in a
+    dictd database every block starts at the start of a line of the text, and with its headword (or one of the
+    headwords pointing at it) where the database writes headwords; an index of another text points mostly
+    mid-line. Checked on up to 2,000 blocks spread over the index; refused when most do not fit."""
+    blocks: dict[tuple[int, int], tuple[int, list[str]]] = {}
+    for number, headword, offset, length in lines:
+        if not _META.match(headword):
+            blocks.setdefault((offset, length), (number, []))[1].append(headword)
+    if not blocks:
+        return
+    keys = list(blocks)
+    step = max(1, len(keys) // 2000)
+    checked = keys[::step]
+    misfits = []
+    for offset, length in checked:
+        if offset + length > len(data):
+            misfits.append((offset, length))
+            continue
+        if offset == 0 or data[offset - 1 : offset] == b"\n":
+            continue
+        first = data[offset : offset + min(length, 400)].decode(encoding, "replace").strip().split("\n", 1)[0]
+        first_key = _key(first)
+        if not any(_key(h) and first_key.startswith(_key(h)) for h in blocks[(offset, length)][1]):
+            misfits.append((offset, length))
+    if len(misfits) * 2 <= len(checked):
+        return
+    offset, length = misfits[0]
+    number, headwords = blocks[(offset, length)]
+    shown = normalize_space(data[offset : offset + 40].decode(encoding, "replace")) if offset < len(data) else ""
+    at = f"points at {shown!r}" if shown else "points past its end"
+    found = re.search(rb"(?:^|\n)00-?database-?short\n([^\n]{1,200})", data[:65536])
+    holds = normalize_space(found.group(1).decode(encoding, "replace")) if found else ""
+    stem = _bases(data_path)[0]
+    named = detect_flavour(Path(stem).name, "")
+    why = (
+        f"{len(misfits):,} of the {len(checked):,} blocks checked start mid-line without their headword "
+        f"(index line {number}, {headwords[0]!r}, {at})"
+    )
+    if holds and named != "plain" and detect_flavour("", holds) not in (named, "plain"):
+        raise DefsentError(  # the data is not what its name says: it is the wrong file
+            f"is not the text of {index.name} beside it: it holds {holds!r}; {why}; put {index.name}'s own "
+            f"{data_path.name} there",
+            path=data_path,
+        )
+    holding = f" ({data_path.name} holds {holds!r})" if holds else ""
+    raise DefsentError(
+        f"is not the index of {data_path.name} beside it{holding}: {why}; this index is another database's: put "
+        f"the index that came with {data_path.name} there, or this one beside its own text",
+        path=index,
+    )
 
 
 @dataclass
@@ -157,11 +258,12 @@ def read_dictd(
     """Yield one :class:`Entry` per headword of each block of a dictd database (``path``: its .index, its
     .dict.dz / .dict, or the base name), with its definitions' metadata; source = the file name's stem."""
     index, data_path = _resolve(path)
-    source = index.name[: -len(".index")]
-    lines = list(iter_index(index))
+    source = Path(_bases(data_path)[0]).name
+    lines = list(iter_index(index, encoding))
     if not lines:
         raise DefsentError("dictd index is empty", path=index)
     data = _read_data(data_path)
+    check_pairing(index, data_path, lines, data, encoding)
     not_utf8: list[int] = []
 
     def text_of(number: int, offset: int, length: int) -> str:

@@ -22,27 +22,47 @@ from typing import Any
 
 from ..errors import DefsentError
 from ..io import check_input
+from ..log import warn
 from .text import Pair, normalize_space
 
 INSTALL_HINT = "pip install 'defsent-cli[glossary]'"
 _LOGGER = "pyglossary"
 
 _TAG = re.compile(r"<[^<>]*>")
+# tags inside a line of text (HTML's inline elements, XDXF's): dropped with nothing in their place, so that
+# "in <a>mathematics</a>." stays "in mathematics."; any other tag separates words
+_INLINE_TAG = re.compile(
+    r"<\s*/?\s*(?:a|abbr|b|bdi|bdo|big|cite|code|data|del|dfn|em|font|i|ins|kbd|mark|q|s|samp|small|span|strike"
+    r"|strong|sub|sup|time|tt|u|var|wbr|abr|c|iref|kref)(?:\s[^<>]*)?/?>",
+    re.IGNORECASE,
+)
+_SEPARATOR = "\x1f"  # what a block tag leaves until the spaces are settled
 _BREAK = re.compile(r"<\s*(?:br|/p|/div|/li|/dd|/def)\b[^<>]*>", re.IGNORECASE)
+_MODULE = re.compile(r"Module '([\w.]+)' not found")
 _ITEM = re.compile(r"<\s*li\b[^<>]*>(.*?)(?=<\s*/?\s*li\b|<\s*/\s*[ou]l\s*>|$)", re.IGNORECASE | re.DOTALL)
 _NESTED = re.compile(r"<\s*([ou]l)\b[^<>]*>.*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL)
 _NUMBERED = re.compile(r"^\s*(?:\d+|[ivx]+)[.)]\s+", re.MULTILINE)
 
 
 class _Errors(logging.Handler):
-    """Keeps pyglossary's error messages (it logs a failed read rather than raising) for our own one line."""
+    """Keeps pyglossary's warnings and errors (it logs a failed or a partial read rather than raising): the errors
+    for our own one line, the warnings for ``warning:`` lines."""
 
     def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.messages: list[str] = []
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []  # the errors
+        self.warnings: list[str] = []
+
+    def clear(self) -> None:
+        self.messages.clear()
+        self.warnings.clear()
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage().strip().splitlines()[0] if record.getMessage().strip() else "")
+        text = record.getMessage().strip()
+        first = text.splitlines()[0] if text else ""
+        if not first and record.exc_info and record.exc_info[1] is not None:
+            first = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        (self.messages if record.levelno >= logging.ERROR else self.warnings).append(first or record.levelname)
 
 
 def load_pyglossary() -> Any:
@@ -63,10 +83,11 @@ def load_pyglossary() -> Any:
         logging.setLoggerClass(logger_class)
     logger = logging.getLogger(_LOGGER)
     logger.propagate = False
-    logger.setLevel(logging.ERROR)
+    logger.setLevel(logging.WARNING)
     if not any(isinstance(h, _Errors) for h in logger.handlers):
         logger.addHandler(_Errors())
     Glossary.init()
+    _errors().clear()  # what its set-up said is no reader's
     return Glossary
 
 
@@ -81,7 +102,7 @@ def split_definition(defi: str, defi_format: str = "m") -> list[str]:
     if defi_format in ("h", "x") or _TAG.search(defi):
         items = [_NESTED.sub(" ", m.group(1)) for m in _ITEM.finditer(defi)]
         parts = items or [defi]
-        texts = [html.unescape(_TAG.sub(" ", _BREAK.sub("\n", part))) for part in parts]
+        texts = [html.unescape(_strip_tags(_BREAK.sub("\n" + _SEPARATOR, part))) for part in parts]
     else:
         texts = [defi]
     senses: list[str] = []
@@ -91,6 +112,22 @@ def split_definition(defi: str, defi_format: str = "m") -> list[str]:
     return [s for s in senses if s]
 
 
+def _strip_tags(text: str) -> str:
+    """Markup dropped without changing the text around it: an inline tag leaves nothing (``in <a>mathematics</a>.``
+    -> ``in mathematics.``, ``<b>A</b>BC`` -> ``ABC``), any other a space, except before a stop or a closing bracket
+    and after an opening one (``<td>one</td><td>two</td>`` -> ``one two``, ``one<br>.`` -> ``one.``)."""
+    text = _TAG.sub(_SEPARATOR, _INLINE_TAG.sub("", text))
+    text = re.sub(f"[{_SEPARATOR}\\s]*{_SEPARATOR}[{_SEPARATOR}\\s]*(?=[.,;:!?)\\]])", "", text)
+    text = re.sub(f"(?<=[(\\[])[{_SEPARATOR}\\s]*{_SEPARATOR}[{_SEPARATOR}\\s]*", "", text)
+    return text.replace(_SEPARATOR, " ")
+
+
+def _missing_module(messages: list[str]) -> str | None:
+    """The module a pyglossary reader could not import (its warning ``Module 'lxml' not found in ...``)."""
+    found = next((m for m in map(_MODULE.search, messages) if m), None)
+    return found.group(1).split(".")[0] if found else None
+
+
 def read_glossary(path: str | Path, source: str | None = None) -> Iterator[Pair]:
     """Yield ``(headword, definition, source)`` for every sense of every entry of a glossary pyglossary reads
     (its format by the file's suffix, as pyglossary detects it); resource entries (images, sounds) skipped."""
@@ -98,23 +135,26 @@ def read_glossary(path: str | Path, source: str | None = None) -> Iterator[Pair]
     Glossary = load_pyglossary()
     source = source or _stem(path)
     errors = _errors()
-    errors.messages.clear()
+    errors.clear()
     glossary = Glossary()
     try:
         glossary.directRead(str(path))
     except ModuleNotFoundError as exc:
-        raise DefsentError(
-            f"pyglossary's reader for this format needs {exc.name}: pip install {exc.name}", path=path
-        ) from None
-    except Exception as exc:  # pyglossary's own errors: no format for the suffix, a corrupt file
+        raise DefsentError(f"this format needs {exc.name}: pip install {exc.name}", path=path) from None
+    except Exception as exc:  # pyglossary's own errors: no format for the suffix, a corrupt file, a missing module
+        missing = _missing_module(errors.warnings)
+        if missing:  # "readerClass is None": the reader's module could not import what it needs
+            raise DefsentError(f"this format needs {missing}: pip install {missing}", path=path) from None
         raise DefsentError(f"pyglossary cannot read it: {exc}", path=path) from None
     if errors.messages and not getattr(glossary, "_readers", True):
         raise DefsentError(f"pyglossary cannot read it: {errors.messages[-1]}", path=path)
-    read = 0
+    read = entries = 0
+    listed = _listed(glossary, path)
     try:
         for entry in glossary:
             if entry.isData():
                 continue
+            entries += 1
             words = [w for w in getattr(entry, "l_term", None) or entry.l_word if w.strip()]
             if not words:
                 continue
@@ -122,16 +162,39 @@ def read_glossary(path: str | Path, source: str | None = None) -> Iterator[Pair]
                 read += 1
                 yield words[0], definition, source
     except ModuleNotFoundError as exc:
-        raise DefsentError(
-            f"pyglossary's reader for this format needs {exc.name}: pip install {exc.name}", path=path
-        ) from None
+        raise DefsentError(f"this format needs {exc.name}: pip install {exc.name}", path=path) from None
     except Exception as exc:
         raise DefsentError(f"pyglossary failed while reading it: {exc}", path=path) from None
     finally:
         glossary.cleanup()
+    if errors.messages:  # a partial read ("Index file is corrupted"): what was read is not the glossary
+        more = f" (and {len(errors.messages) - 1:,} more)" if len(errors.messages) > 1 else ""
+        raise DefsentError(
+            f"pyglossary read {read:,} definitions but reported an error: {errors.messages[0]}{more}; the file is "
+            "damaged or cut short",
+            path=path,
+        )
+    if listed is not None and entries < listed:  # an .idx cut at an entry's end: pyglossary says nothing
+        raise DefsentError(
+            f"pyglossary read {entries:,} entries of the {listed:,} its .ifo lists (wordcount={listed}); the .idx "
+            "is cut short or damaged",
+            path=path,
+        )
     if not read:
-        why = f": {errors.messages[-1]}" if errors.messages else ""
+        why = f": {errors.warnings[-1]}" if errors.warnings else ""
         raise DefsentError(f"pyglossary read no definitions from it{why}", path=path)
+    for message in dict.fromkeys(errors.warnings):
+        warn(f"{path}: pyglossary: {message}")
+
+
+def _listed(glossary: Any, path: Path) -> int | None:
+    """The number of entries a StarDict .ifo says its .idx holds (``wordcount``); None for other formats."""
+    if not path.name.lower().endswith(".ifo"):
+        return None
+    try:
+        return int(str(glossary.getInfo("wordcount")).strip())
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def _stem(path: Path) -> str:

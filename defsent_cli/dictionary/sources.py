@@ -10,14 +10,16 @@ a file given in the wrong one is in (:func:`looks_like`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import DefsentError
 from ..formats.dictionary import Entry, iter_entries
 from ..io import iter_lines
-from .text import Pair, normalize_space
+from .text import Pair, normalize_space, not_a_definition
 
 FORMATS = ("auto", "wordnet", "oxford", "tsv", "defsent-csv", "jsonl", "dictd", "glossary")
 # what pyglossary reads that no reader here does: --format auto sends these to it (.dsl.dz: a gzipped DSL)
@@ -205,6 +207,36 @@ def read_jsonl(path: str | Path, encoding: str = "utf-8") -> Iterator[Entry]:
     return iter_entries(path, encoding, unique=False, hint=ENCODING_HINT)
 
 
+def without_non_definitions(items: Iterable[Item], dropped: Counter[tuple[str, str]] | None = None) -> Iterator[Item]:
+    """The items without the definitions that are none (:func:`.text.not_a_definition`: no word in it, only its
+    headword), each counted in ``dropped`` by ``(source, reason)``; an entry left without definitions is dropped.
+
+    For the readers that cut definitions out of a database's text (dictd, glossaries): FOLDOC's ``.`` (a paragraph
+    that was only a URL), GCIDE's ``1.`` (a sense number), a block holding only its headword. A file that states
+    its definitions one a line (WordNet, TSV, JSONL, ...) is taken as it is."""
+    for item in items:
+        if isinstance(item, Entry):
+            keep = []
+            for k, definition in enumerate(item.definitions):
+                why = not_a_definition(item.entry, normalize_space(definition))
+                if why is None:
+                    keep.append(k)
+                elif dropped is not None:
+                    dropped[(item.sources[0] if item.sources else "", why)] += 1
+            if len(keep) == len(item.definitions):
+                yield item
+            elif keep:
+                meta = [item.meta[k] for k in keep] if item.meta else None
+                yield dataclasses.replace(item, definitions=[item.definitions[k] for k in keep], meta=meta)
+            continue
+        entry, definition, source = item
+        why = not_a_definition(entry, normalize_space(definition))
+        if why is None:
+            yield item
+        elif dropped is not None:
+            dropped[(source, why)] += 1
+
+
 # --------------------------------------------------------------------------- what a file is
 
 
@@ -223,13 +255,19 @@ def _json_object(line: str) -> dict | None:
 def looks_like(line: str, path: str | Path | None = None) -> str | None:
     """What a line of a file given in the wrong format shows the file to be, with how to read it; None when
     it shows nothing known."""
-    from .dictd import looks_like_index_line
+    from .dictd import data_name, database_paths, looks_like_index_line
 
     if looks_like_index_line(line):
-        return (
-            "this is a dictd index (headword<TAB>offset<TAB>length, in base64); pass the database: "
-            f"defsent build-dict {path or 'NAME.index'} --format dictd (or leave --format out)"
-        )
+        what = "this is a dictd index (headword<TAB>offset<TAB>length, in base64)"
+        if path is None or str(path) == "-":
+            return f"{what}; pass the database's NAME.index, with its NAME.dict.dz beside it"
+        if database_paths(path) is None:
+            name = data_name(path)
+            return (
+                f"{what}, and its text {name} (or {name[: -len('.dz')]}) is not beside it: put it there, under "
+                "that name (apt-get install dict-foldoc puts foldoc.index and foldoc.dict.dz in /usr/share/dictd)"
+            )
+        return f"{what}; pass the database: defsent build-dict {path} --format dictd (or leave --format out)"
     obj = _json_object(line)
     if obj is not None:
         if "word" in obj and "senses" in obj:
@@ -269,11 +307,14 @@ def refuse_other_format(path: str | Path, fmt: str) -> None:
     except OSError:
         return
     if head == b"\x1f\x8b":
-        raise DefsentError(
-            f"is a gzip file, not {fmt} text (a dictd NAME.dict.dz? pass the database, NAME.index, with "
-            "--format dictd; else gunzip it first)",
-            path=path,
-        )
+        if name.endswith(".dict.dz"):
+            index = Path(str(path)[: -len(".dict.dz")] + ".index").name
+            raise DefsentError(
+                f"is the text of a dictd database without its index {index} beside it: put the index there, "
+                "under that name, and pass the database (--format dictd, or leave --format out)",
+                path=path,
+            )
+        raise DefsentError(f"is a gzip file, not {fmt} text; gunzip it first", path=path)
 
 
 def detect_format(path: str | Path, encoding: str = "utf-8") -> str:
@@ -305,9 +346,15 @@ def detect_format(path: str | Path, encoding: str = "utf-8") -> str:
 
 
 def read_source(
-    path: str | Path, fmt: str = "auto", encoding: str = "utf-8", include_examples: bool = False
+    path: str | Path,
+    fmt: str = "auto",
+    encoding: str = "utf-8",
+    include_examples: bool = False,
+    dropped: Counter[tuple[str, str]] | None = None,
 ) -> Iterator[Item]:
-    """Yield pairs (or entries, for JSONL) from one source in the given or detected format."""
+    """Yield pairs (or entries, for JSONL and dictd) from one source in the given or detected format. What the
+    dictd and glossary readers cut out of a database's text and is no definition is dropped
+    (:func:`without_non_definitions`), counted in ``dropped`` by ``(source, reason)``."""
     if fmt not in FORMATS:
         raise DefsentError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     if fmt == "auto":
@@ -319,10 +366,10 @@ def read_source(
     if fmt == "dictd":
         from .dictd import read_dictd
 
-        return read_dictd(path, encoding, include_examples)
+        return without_non_definitions(read_dictd(path, encoding, include_examples), dropped)
     if fmt == "glossary":
         from .glossary import read_glossary
 
-        return read_glossary(path)
+        return without_non_definitions(read_glossary(path), dropped)
     readers = {"oxford": read_oxford, "tsv": read_tsv, "defsent-csv": read_defsent_csv, "jsonl": read_jsonl}
     return readers[fmt](path, encoding)

@@ -33,3 +33,27 @@ def first_sentence(text: str) -> str:
             continue
         return head
     return text
+
+
+# why a definition is dropped as it is merged (build-dict --stats counts them, by source)
+NO_WORD = "no word"
+HEADWORD = "only the headword"
+DUPLICATE = "duplicate"
+DROP_REASONS = {  # the words build-dict --stats uses
+    NO_WORD: "no word in it (. ] 1.)",
+    HEADWORD: "only its headword",
+    DUPLICATE: "a duplicate in its entry",
+}
+_LETTER = re.compile(r"[^\W\d_]")  # a letter of any script
+_ENDS = " \t.,;:!?\"'()[]{}"
+
+
+def not_a_definition(entry: str, definition: str) -> str | None:
+    """Why a (whitespace-folded, non-empty) definition of ``entry`` is none: :data:`NO_WORD` when it holds no
+    letter (FOLDOC's ``.``, GCIDE's ``]``, ``1.``), :data:`HEADWORD` when it is only the entry's own headword
+    (a block holding nothing else); None for a definition."""
+    if not _LETTER.search(definition):
+        return NO_WORD
+    if definition.strip(_ENDS).casefold() == normalize_space(entry).strip(_ENDS).casefold():
+        return HEADWORD
+    return None

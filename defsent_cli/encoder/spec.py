@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import DefsentError
+from ..formats.plain import plain_check
 from ..io import check_input, read_texts
 from ..log import warn
 from ..space.linalg import l2_normalize
@@ -110,7 +111,10 @@ class EncodeSpec:
         pooling = build_pooling(
             self.pooling or loaded.default_pooling, self.layers, self.template, self.ditto_head, weighting
         )
-        corpus = None if self.idf_corpus is None else read_texts([self.idf_corpus], skip_blank=True)
+        corpus = None
+        if self.idf_corpus is not None:
+            check = plain_check("; --idf-corpus takes one text per line")
+            corpus = read_texts([self.idf_corpus], skip_blank=True, check_first=check)
         if corpus is not None and not corpus:
             raise DefsentError("--idf-corpus has no lines to count document frequencies on", path=self.idf_corpus)
         pooling = prepare_pooling(pooling, loaded, idf_corpus=corpus, max_length=max_length)
@@ -137,7 +141,8 @@ class EncodeSpec:
             return chain
         chain = parse_post(self.post)
         if self.fit_on is not None:
-            texts = read_texts([self.fit_on], skip_blank=True)
+            check = plain_check("; --fit-on takes one sentence per line")
+            texts = read_texts([self.fit_on], skip_blank=True, check_first=check)
             if not texts:
                 raise DefsentError("no sentences to fit the post-processing on", path=self.fit_on)
             plain = replace(encoder, post=None, normalize=False)  # the chain comes before normalisation

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
+from ..formats.plain import plain_check
 from ..formats.results import number, results_header
-from ..io import iter_lines
+from ..io import iter_lines, read_texts
 from ..space.isotropy import alignment, space_figures, uniformity
 from .common import as_encoder, encode_unique, find_data_folder, resolve_data_root
 from .sts_data import load_stsb
@@ -51,7 +52,10 @@ def load_corpus(
     """The sentences to describe and where they came from: ``corpus`` (one per line, blank lines skipped)
     or the WikiText-2 test sentences; ``limit`` keeps a seeded random sample."""
     if corpus is not None:
-        sentences = [line.strip() for _, line in iter_lines(corpus, "utf-8-sig") if line.strip()]
+        check = plain_check("; --corpus takes one sentence per line")
+        sentences = [
+            line.strip() for line in read_texts([corpus], skip_blank=True, check_first=check, encoding="utf-8-sig")
+        ]
         if len(sentences) < 2:
             raise DefsentError("the corpus needs at least 2 non-blank lines", path=corpus)
         source = str(corpus)

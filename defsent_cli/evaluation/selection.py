@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..encoder.models import load_model
 from ..errors import DefsentError
-from ..io import check_writable
+from ..io import check_writable, is_stdout, refuse_stdout
 from ..log import note
 from .common import mean_sd
 from .criteria import Criterion, checkpoint_seed
@@ -48,6 +48,8 @@ def score_summary(ranking: list[dict]) -> dict:
 
 def check_link(link: Path, force: bool = False) -> Path:
     """Where ``--link`` goes must be free (or ``force``) and its folder must exist: checked before any work."""
+    if is_stdout(link):
+        raise DefsentError(refuse_stdout("path", "--link, a link to a checkpoint folder,"))
     if (link.exists() or link.is_symlink()) and not force:
         raise DefsentError("link target exists; pass --force to replace it", path=link)
     if not link.parent.is_dir():

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_output, hdf5_stream, reserve_space, sha256_file
+from ..io import hdf5_output, hdf5_stream, is_stdout, refuse_stdout, reserve_space, sha256_file
 from .dictionary import SPLITS, bank_rows
 
 if TYPE_CHECKING:  # numpy (and h5py) only where a bank is read or written: `embed-entries --help` lists KINDS
@@ -87,6 +87,8 @@ class Bank(BankHeader):
 def check_bank_path(path: str | Path) -> Path:
     """A bank output must be named .h5 / .hdf5."""
     path = Path(path)
+    if is_stdout(path):
+        raise DefsentError(refuse_stdout("file", "a bank (HDF5)"))
     if path.suffix.lower() not in BANK_SUFFIXES:
         raise DefsentError("a bank is HDF5: give the output an .h5 suffix", path=path)
     return path

@@ -126,12 +126,27 @@ DESCRIPTIONS = {
     "the other sentences of the batch pushed away.",
     "pairs": "a bi-encoder trained on scored sentence pairs (SBERT): the cosine of the two sentences' vectors "
     "learns the gold score.",
+    "defsent": "one DefSent training step (Tsukagoshi et al. 2021): the pooled definition, through the model's "
+    "frozen masked-LM head, learns to predict its entry word.",
+    "teacher-ce": "a Cross-Encoder teacher trained on scored sentence pairs: both sentences in one input, its "
+    "[CLS] state scored by one logit, a sigmoid giving the pair's score. It scores pairs (defsent label); it "
+    "makes no sentence vectors.",
+    "teacher-cbe": "a Cross-Bi-Encoder teacher trained on scored sentence pairs (Reiml 2023): the two sentences in "
+    "one pass, each mean-pooled over its own tokens, the cosine giving the pair's score. It scores pairs "
+    "(defsent label).",
 }
 
 
 def _description(info: dict) -> str:
+    """The card's sentence on what the run did: its kind's (:data:`DESCRIPTIONS`, told apart by objective,
+    teacher architecture), or for a kind without one a neutral sentence that names it."""
     kind = info.get("kind", "train")
-    text = DESCRIPTIONS.get(info.get("objective") if kind == "contrastive" else kind, DESCRIPTIONS["train"])
+    key = {
+        "contrastive": info.get("objective"),
+        "train": "defsent" if info.get("objective") == "defsent" else "train",
+        "teacher": f"teacher-{info.get('arch')}",
+    }.get(kind, kind)
+    text = DESCRIPTIONS.get(key) or f"a `{kind}` training run of defsent; its settings and data are below."
     extras = []
     if info.get("nm_weight"):
         extras.append(f"plus {info['nm_weight']:g} x Noise Matching")
@@ -292,7 +307,8 @@ def model_card(name: str, info: dict) -> str:
         lines.append(_row("bank kind / transform", f"{bank.get('kind', '?')} / {bank.get('transform', 'none')}"))
         if bank.get("texts"):  # embed-entries --texts (training/domain_text.py)
             found, most = bank.get("entries_from_texts", "?"), bank.get("texts_per_entry", "?")
-            lines.append(_row("bank from domain text", f"{bank['texts']}: {found} entries, up to {most} lines each"))
+            files = ", ".join(str(bank["texts"]).splitlines())  # several files: one a line in the bank
+            lines.append(_row("bank from domain text", f"{files}: {found} entries, up to {most} lines each"))
         lines.append(_row("bank entries", info.get("bank_entries", "?")))
         lines.append(_row("training definitions", info.get("training_definitions", "?")))
         lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
@@ -341,7 +357,7 @@ def save_checkpoint(
     """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
     ``files`` maps extra file names to the paths copied in (e.g. the loss log). Without
     ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder)."""
-    output = check_output(output, force, kind="folder")
+    output = check_output(output, force, kind="folder", what="a checkpoint folder")
     if "provenance" not in info:
         info = {**info, "provenance": checkpoint_provenance(info)}
     tmp = output.with_name(f".{output.name}.writing")

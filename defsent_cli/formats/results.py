@@ -85,10 +85,13 @@ def weight_files(folder: str | Path) -> list[Path]:
 
 
 def model_provenance(path: str | Path) -> dict:
-    """``{"path": absolute folder, "weights": {file (relative): sha256}}``."""
+    """``{"path": absolute folder, "weights": {file (relative): sha256}}``, and ``hub_id`` and ``revision`` (the
+    commit; None for the bundled all-MiniLM-L6-v2) where the folder is a Hub model (``formats/origin.py``)."""
+    from .origin import hub_origin
+
     folder = Path(path).absolute()
     weights = {p.relative_to(folder).as_posix(): file_sha256(p) for p in weight_files(folder)}
-    return {"path": str(folder), "weights": weights}
+    return {"path": str(folder), **(hub_origin(folder) or {}), "weights": weights}
 
 
 def data_provenance(path: str | Path, files: Iterable[str | Path] | None = None) -> dict:

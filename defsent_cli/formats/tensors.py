@@ -7,20 +7,23 @@ atomic: a temporary file beside the target, renamed when complete.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..errors import DefsentError
-from ..io import atomic_path
+from ..io import atomic_path, file_mode
 
 METADATA_KEY = "defsent"
 
 
 def write_tensors(path: str | Path, tensors: dict, document: dict) -> None:
-    """Write ``tensors`` (name -> contiguous CPU tensor) with ``document`` as JSON metadata, atomically."""
+    """Write ``tensors`` (name -> contiguous CPU tensor) with ``document`` as JSON metadata, atomically, with
+    the mode the umask gives a new file (safetensors replaces the temporary file with one of its own, 0o600)."""
     from safetensors.torch import save_file
 
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={METADATA_KEY: json.dumps(document)})
+        os.chmod(tmp, file_mode())
 
 
 def read_tensors(path: str | Path, what: str, hint: str = "") -> tuple[dict, object]:

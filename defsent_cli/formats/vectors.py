@@ -1,5 +1,6 @@
-"""Encoded vectors (docs/formats.md, "Vectors"): ``defsent encode`` writes .npy, .h5 or .jsonl, chosen by
-suffix, or a .npy to stdout; ``inspect`` reads a bank or any 2-D float .npy as a :class:`Space`."""
+"""Encoded vectors (docs/formats.md, "Vectors"): ``defsent encode`` writes .npy, .h5, .jsonl or .json, chosen by
+suffix or ``--format``, to a file or (but .h5) to stdout; ``inspect`` reads a bank or any 2-D float .npy as a
+:class:`Space`."""
 
 from __future__ import annotations
 
@@ -11,31 +12,54 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import atomic_text, hdf5_output, write_bytes, write_stdout
+from ..io import hdf5_output, is_stdout, text_output, write_bytes, write_stdout
 from .bank import open_bank
 from .dictionary import seeded_sample
 
-VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl")
+VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl", ".json")
+#: the formats ``encode --format`` names (h5 only as a file)
+VECTOR_FORMATS = ("npy", "jsonl", "json", "h5")
 
 
 def vector_format(path: str | Path) -> str:
-    """The vector file format named by a suffix: npy, h5 or jsonl."""
+    """The vector file format named by a suffix: npy, h5, jsonl or json."""
     suffix = Path(path).suffix.lower()
     if suffix not in VECTOR_SUFFIXES:
         raise DefsentError(
-            f"unknown output suffix {suffix or '(none)'}; use one of {', '.join(VECTOR_SUFFIXES)}", path=path
+            f"unknown output suffix {suffix or '(none)'}; use one of {', '.join(VECTOR_SUFFIXES)} (or --format)",
+            path=path,
         )
     return {".hdf5": "h5"}.get(suffix, suffix[1:])
 
 
 def write_vectors(
-    path: str | Path, vectors: np.ndarray, texts: list[str] | None = None, attrs: dict | None = None
+    path: str | Path,
+    vectors: np.ndarray,
+    texts: list[str] | None = None,
+    attrs: dict | None = None,
+    *,
+    fmt: str | None = None,
+    ids: list | None = None,
+    store_text: bool = False,
 ) -> None:
-    """Atomically write a float32 matrix as .npy, .h5 (dataset ``vectors``, optional ``texts``) or .jsonl."""
-    fmt = vector_format(path)
+    """Write a float32 matrix as ``fmt`` (default: the suffix's) to a file, atomically, or to stdout (``-``, but
+    h5): .npy; .h5 (dataset ``vectors``, ``texts``, attributes); .jsonl, one ``{"id", "embedding"}`` object per
+    row (``ids``, default 1, 2, ...; ``"text"`` too with ``store_text``); .json, a list of those objects."""
+    fmt = fmt or vector_format(path)
     vectors = np.asarray(vectors, dtype=np.float32)
     if fmt == "npy":
-        write_bytes(path, npy_bytes(vectors))
+        if is_stdout(path):
+            write_npy_stdout(vectors)
+        else:
+            write_bytes(path, npy_bytes(vectors))
+    elif fmt in ("jsonl", "json"):
+        rows = vector_rows(vectors, ids, texts if store_text else None)
+        with text_output(path) as fh:
+            if fmt == "jsonl":
+                for row in rows:
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            else:
+                fh.write("[\n" + ",\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\n]\n")
     elif fmt == "h5":
         import h5py
 
@@ -46,11 +70,17 @@ def write_vectors(
             for key, value in (attrs or {}).items():
                 h5.attrs[key] = value
     else:
-        with atomic_text(path) as fh:
-            for i, row in enumerate(vectors):
-                obj = {"text": texts[i]} if texts is not None else {}
-                obj["embedding"] = [float(x) for x in row]
-                fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        raise DefsentError(f"unknown vector format {fmt!r}; use one of {', '.join(VECTOR_FORMATS)}")
+
+
+def vector_rows(vectors: np.ndarray, ids: list | None = None, texts: list[str] | None = None):
+    """The JSON rows of a matrix: ``{"id", ["text",] "embedding"}`` (ids 1, 2, ... when none are given)."""
+    for i, row in enumerate(vectors):
+        obj: dict = {"id": ids[i] if ids is not None else i + 1}
+        if texts is not None:
+            obj["text"] = texts[i]
+        obj["embedding"] = row.tolist()
+        yield obj
 
 
 def npy_bytes(vectors: np.ndarray) -> bytes:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..formats.vectors import Space
-from ..io import atomic_path
+from ..io import atomic_path, is_stdout, refuse_stdout
 from .linalg import covariance_spectrum
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -71,6 +71,8 @@ def _require_matplotlib(needs: str = "--plot"):
 def check_plot_path(path: str | Path, needs: str = "--plot") -> Path:
     """The plot format is named by the suffix: .png, .pdf or .svg."""
     path = Path(path)
+    if is_stdout(path):
+        raise DefsentError(refuse_stdout("file", "a picture"))
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise DefsentError(
             f"unknown plot suffix {path.suffix or '(none)'}; use one of {', '.join(PLOT_SUFFIXES)}", path=path

@@ -45,6 +45,9 @@ class RunCurves:
     dev: list[Point] = field(default_factory=list)
     eval_on: str | None = None  # the dev criterion (dev, stsb-dev, dict-dev, ...)
     kept_step: int | None = None  # the step whose weights the checkpoint holds (None: a run still going)
+    not_finite: int = 0  # the logged losses that are NaN or infinite (not drawn): a run that diverged
+    diverged_at: int | None = None  # the step of the first of them
+    logged: int = 0  # every loss logged, finite or not
 
 
 def moving_average(values: Sequence[float], window: int) -> list[float]:
@@ -186,6 +189,7 @@ def read_run(folder: str | Path) -> RunCurves:
         where = log if log is not None else info_path
         raise DefsentError("records no loss or dev score yet: nothing to draw", path=where)
     kept = info.get("kept_step")
+    bad = sorted(step for step, value in loss if not math.isfinite(value))
     return RunCurves(
         name=folder.name,
         path=folder,
@@ -193,7 +197,33 @@ def read_run(folder: str | Path) -> RunCurves:
         dev=sorted(_finite(dev)),
         eval_on=eval_on,
         kept_step=kept if isinstance(kept, int) and not isinstance(kept, bool) else None,
+        not_finite=len(bad),
+        diverged_at=bad[0] if bad else None,
+        logged=len(loss),
     )
+
+
+def check_diverged(runs: Sequence[RunCurves]) -> None:
+    """A run whose loss became NaN or infinite diverged, and its curve stops there (or is not drawn at all): a
+    warning naming it and the step, so a picture never hides it; an error when no run leaves anything to draw."""
+    diverged = [run for run in runs if run.not_finite]
+    if not diverged:
+        return
+    if not any(run.loss or run.dev for run in runs):
+        what = "every logged loss" if len(diverged) == len(runs) else "the logged losses"
+        names = ", ".join(str(run.path) for run in diverged)
+        raise DefsentError(
+            f"{what} of {names} {'is' if len(diverged) == 1 else 'are'} NaN or infinite: the run diverged "
+            f"(from step {min(run.diverged_at for run in diverged)}) and there is nothing to draw; "
+            "train again with a lower --lr"
+        )
+    for run in diverged:
+        finite = run.logged - run.not_finite
+        shown = f"only its {finite} finite ones are drawn" if finite else "its loss curve is not drawn"
+        warn(
+            f"{run.path}: the run diverged: {run.not_finite} of its {run.logged} logged losses are NaN or infinite, "
+            f"from step {run.diverged_at}; {shown} (train again with a lower --lr)"
+        )
 
 
 def _labels(paths: Sequence[Path]) -> list[str]:

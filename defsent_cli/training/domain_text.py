@@ -19,7 +19,7 @@ entries (a set of their word tuples) and ``per_entry`` lines each, never by the 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..formats.dictionary import bank_rows
+from ..formats.plain import check_plain
 from ..io import check_input, iter_lines, sha256_file
 from .entry_bank import Definitions, Part
 
@@ -42,22 +43,24 @@ def words(text: str) -> tuple[str, ...]:
 
 @dataclass
 class DomainTexts:
-    """The lines of a corpus that mention each entry (``found``, by the entry's :func:`words`), at most
-    ``per_entry`` each, in file order; ``lines`` is how many non-empty lines were read."""
+    """The lines of a corpus, one or several files read in the order given (``paths``), that mention each entry
+    (``found``, by the entry's :func:`words`), at most ``per_entry`` each, in that order; ``lines`` is how many
+    non-empty lines were read, ``mentioning`` how many of each file's lines mention an entry."""
 
-    path: Path
+    paths: list[Path]
     per_entry: int
     found: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
     lines: int = 0
+    mentioning: dict[Path, int] = field(default_factory=dict)
 
     def texts_of(self, entry: str) -> list[str] | None:
         return self.found.get(words(entry))
 
     def attrs(self, entries_found: int) -> dict:
         """What the bank records of its texts (docs/formats.md); ``entries_found``: :meth:`occurrences`'s."""
-        return {
-            "texts": str(self.path),
-            "texts_sha256": sha256_file(self.path),
+        return {  # several files: their paths and hashes one a line, in the order read
+            "texts": "\n".join(map(str, self.paths)),
+            "texts_sha256": "\n".join(sha256_file(path) for path in self.paths),
             "texts_lines": self.lines,
             "texts_per_entry": self.per_entry,
             "entries_from_texts": entries_found,
@@ -80,34 +83,45 @@ class DomainTexts:
         return (_rewrite(part, self) for part in parts)
 
 
-def find_texts(path: str | Path, entries: Iterable[str], per_entry: int) -> DomainTexts:
-    """Read ``path`` (one text per line) once and keep, for each entry it mentions, its first ``per_entry``
-    lines (a line once per entry, however often it names the entry)."""
+def find_texts(paths: str | Path | Sequence[str | Path], entries: Iterable[str], per_entry: int) -> DomainTexts:
+    """Read ``paths`` (one file, or several one after another in the order given; one text per line) once and
+    keep, for each entry they mention, its first ``per_entry`` lines (a line once per entry, however often it
+    names the entry)."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    path = check_input(path)
+    paths = [check_input(path) for path in ([paths] if isinstance(paths, str | Path) else paths)]
+    for k, path in enumerate(paths):
+        if path.resolve() in {earlier.resolve() for earlier in paths[:k]}:
+            raise DefsentError("is given twice with --texts: its lines would count twice", path=path)
     wanted = {w for w in map(words, entries) if w and not ENGLISH_STOP_WORDS.issuperset(w)}
     longest = max(map(len, wanted), default=0)
     found: dict[tuple[str, ...], list[str]] = {}
-    lines = 0
-    for _, line in iter_lines(path):
-        text = line.strip()
-        if not text:
-            continue
-        lines += 1
-        tokens = WORD.findall(text.lower())
-        seen = set()
-        for n in range(1, longest + 1):
-            for i in range(len(tokens) - n + 1):
-                key = tuple(tokens[i : i + n])
-                if key in wanted and key not in seen:
-                    seen.add(key)
-                    kept = found.setdefault(key, [])
-                    if len(kept) < per_entry:
-                        kept.append(text)
-    if not lines:
-        raise DefsentError("no text in the file (one text per line)", path=path)
-    return DomainTexts(path, per_entry, found, lines)
+    lines, mentioning = 0, {}
+    for path in paths:
+        read = mentions = 0
+        for number, line in iter_lines(path):
+            text = line.strip()
+            if not text:
+                continue
+            if not read:
+                check_plain(line, path, "; --texts takes your domain's text, one text per line", number)
+            read += 1
+            tokens = WORD.findall(text.lower())
+            seen = set()
+            for n in range(1, longest + 1):
+                for i in range(len(tokens) - n + 1):
+                    key = tuple(tokens[i : i + n])
+                    if key in wanted and key not in seen:
+                        seen.add(key)
+                        kept = found.setdefault(key, [])
+                        if len(kept) < per_entry:
+                            kept.append(text)
+            mentions += bool(seen)
+        if not read:
+            raise DefsentError("no text in the file (one text per line)", path=path)
+        lines += read
+        mentioning[path] = mentions
+    return DomainTexts(paths, per_entry, found, lines, mentioning)
 
 
 def _rewrite(part: Part, texts: DomainTexts) -> Part:

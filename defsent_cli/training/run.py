@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import distributed
@@ -20,13 +21,27 @@ from ..log import note
 from .config import TrainConfig
 from .loop import Loop
 from .noise_matching import NoiseMatching
-from .state import STATE_FILE, load_state
+from .state import STATE_FILE, load_state, saved_step
+
+
+@dataclass
+class Interrupted:
+    """What an interrupted training left (set on the KeyboardInterrupt as ``defsent_run``, for the command line's
+    ``interrupted`` line): the work folder, whether a state is kept there and its step (None where unreadable),
+    the run's steps and ``--save-every``, and how many processes ran it."""
+
+    work_dir: Path
+    kept: bool
+    step: int | None
+    total_steps: int
+    save_every: int
+    processes: int = 1
 
 
 def _work_dir(output: Path, resume: bool, force: bool) -> tuple[Path, Path]:
     """(the checked output folder, ``OUTPUT.partial/``): refuse to drop a resumable state unless --force,
     say --resume (checked before anything loads)."""
-    output = check_output(Path(output), force, kind="folder")
+    output = check_output(Path(output), force, kind="folder", what="a checkpoint folder")
     work_dir = output.with_name(output.name + ".partial")
     state = work_dir / STATE_FILE
     if (work_dir / "state.pt").exists() and not force:
@@ -162,9 +177,15 @@ def fit(trainer: Loop, output: Path, work_dir: Path, resume: bool, force: bool, 
                     files=files,
                     sentence_transformer=trainer.sentence_transformer,
                 )
-        except BaseException:
-            if main and not state_path.exists():
+        except BaseException as exc:
+            kept = main and state_path.exists()
+            if main and not kept:
                 shutil.rmtree(work_dir, ignore_errors=True)  # nothing resumable: leave nothing behind
+            if main and isinstance(exc, KeyboardInterrupt):  # the command line's last word says what was kept
+                exc.defsent_run = Interrupted(
+                    work_dir, kept, saved_step(state_path) if kept else None, trainer.total_steps,
+                    trainer.config.save_every, trainer.world,
+                )  # fmt: skip
             raise
         if main:
             shutil.rmtree(work_dir, ignore_errors=True)

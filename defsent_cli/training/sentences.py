@@ -46,10 +46,17 @@ def damage(texts: list[str], ratio: float, seed: int, step: int) -> list[str]:
     return [delete_words(text, ratio, rng) for text in texts]
 
 
+SENTENCES_ADVICE = (
+    "; plain sentences are one per line (or a dictionary's definitions, from a file named .jsonl); scored pairs "
+    "train with train-pairs or teacher"
+)
+
+
 def read_sentences(path: Path, split: str = "train") -> list[str]:
     """One sentence per line of a text file, or the definitions of a dictionary JSONL (``.jsonl``) of one split
     (default train, so that held-out definitions stay unseen; ``all``: every split)."""
     from ..formats.dictionary import iter_entries
+    from ..formats.plain import plain_check
     from ..io import check_input, read_texts
 
     path = check_input(path)
@@ -58,40 +65,10 @@ def read_sentences(path: Path, split: str = "train") -> list[str]:
     if path.suffix.lower() == ".jsonl":
         texts = [d for entry in iter_entries(path) if split in ("all", entry.split) for d in entry.definitions]
     else:
-        texts = read_texts([path], skip_blank=True)
-        if texts:
-            check_plain(texts[0], path)
+        texts = read_texts([path], skip_blank=True, check_first=plain_check(SENTENCES_ADVICE))
     if not texts:
         raise DefsentError("holds no sentences", path=path)
     return texts
-
-
-def check_plain(first: str, path: Path) -> None:
-    """The first line of a file read as plain sentences is not one of another kind of file (a dictionary JSONL not
-    named .jsonl, a pairs file, a TSV), whose lines would be trained on as text: a one-line error saying so."""
-    import json
-
-    from ..formats.pairs import looks_like
-
-    if first.lstrip().startswith("{"):
-        try:
-            obj = json.loads(first)
-        except json.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict):
-            kind = "a dictionary JSONL" if "definitions" in obj else "JSON lines"
-            raise DefsentError(
-                f"line 1 is a JSON object: {kind}, whose lines would be read as sentences, braces and all; a "
-                "dictionary's definitions are read from a file named .jsonl, plain sentences one per line",
-                path=path,
-            )
-    looks = looks_like(first)
-    if looks not in (None, "plain text"):
-        raise DefsentError(
-            f"line 1 looks like {looks}, not a sentence: plain sentences are one per line, without TABs (or a "
-            "dictionary .jsonl's definitions); scored pairs train with train-pairs or teacher",
-            path=path,
-        )
 
 
 def sample_sentences(path: Path, split: str, config: TrainConfig) -> list[str]:

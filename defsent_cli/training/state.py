@@ -180,6 +180,23 @@ def model_record(folder: Path, shown: Path | None = None) -> dict:
     return {"path": str(Path(shown or folder).resolve()), "sha256": digest.hexdigest()}
 
 
+def saved_step(path: Path) -> int | None:
+    """The step of the state saved at ``path``, from its metadata alone (no tensor read); None where there is
+    no readable state."""
+    import json
+
+    from safetensors import safe_open
+
+    from ..formats.tensors import METADATA_KEY
+
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as fh:
+            step = json.loads((fh.metadata() or {}).get(METADATA_KEY, "null"))["step"]
+    except Exception:  # noqa: BLE001 - a state that cannot be read says no step; --resume names the fault
+        return None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
 def load_state(path: Path, trainer) -> None:
     """Restore a state written by :func:`save_state` into ``trainer`` (same settings required)."""
     tensors, doc = read_tensors(path, "the resume state", "; delete it or pass --force")
