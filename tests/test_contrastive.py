@@ -179,7 +179,7 @@ def test_simcse_writes_a_checkpoint_every_command_and_sentence_transformers_read
     assert all(torch.equal(before[k], after[k]) for k in after if k.startswith("pooler."))  # the MLP is not kept
     card = (out / "README.md").read_text()
     assert "unsupervised SimCSE (Gao et al. 2021)" in card and "DefSent+" not in card
-    assert f"| sentences | {sentences} |" in card and "| training sentences | 10 |" in card
+    assert f"| sentences | `{sentences.name}` (SHA-256 " in card and "| training sentences | 10 |" in card
     assert cli("encode", "-m", out, "-i", sentences, "-o", tmp_path / "v.npy").exit_code == 0
     from sentence_transformers import SentenceTransformer
 

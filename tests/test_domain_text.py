@@ -105,7 +105,8 @@ def test_the_bank_is_that_of_a_dictionary_whose_definitions_are_the_lines(cli, t
     )
     assert trained.exit_code == 0, trained.stderr
     assert (
-        f"| bank from domain text | {texts}: 2 entries, up to 2 lines each |" in (tmp_path / "c/README.md").read_text()
+        f"| bank from domain text | {texts.name}: 2 entries, up to 2 lines each |"
+        in (tmp_path / "c/README.md").read_text()
     )
 
 

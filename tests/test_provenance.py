@@ -8,8 +8,8 @@ just present: each hash against ``hashlib`` on the file, the command against the
 against the installed packages. ``train`` and ``eval-sts`` run as real processes (``sys.argv`` as a user's shell gives it); the
 other commands in this process, ``sys.argv`` set as the installed ``defsent`` script would have it.
 
-A checkpoint's model card carries the Hugging Face Hub's metadata (``base_model``, ``datasets``,
-``library_name``, ``pipeline_tag``, ``tags``, ``model-index``) in YAML front matter, and the folder has
+A checkpoint's model card carries the Hugging Face Hub's metadata (``base_model`` where it is a Hub model,
+``library_name``, ``pipeline_tag``, ``tags``, ``model-index``) as ``huggingface_hub`` parses it, and the folder has
 ``config_sentence_transformers.json`` as sentence-transformers itself writes it.
 """
 
@@ -151,26 +151,36 @@ def test_a_checkpoint_records_its_provenance(w, tiny_bert):
 
 
 def front_matter(card: str) -> dict:
-    """The model card's YAML front matter (PyYAML where installed: what the Hub parses)."""
-    assert card.startswith("---\n")
-    block = card[4 : card.index("\n---\n", 4)]
-    yaml = pytest.importorskip("yaml")
-    return yaml.safe_load(block)
+    """The model card's metadata as ``huggingface_hub`` parses it (what the Hub reads)."""
+    from huggingface_hub import ModelCard
+
+    return ModelCard(card).data.to_dict()
 
 
 def test_the_model_card_carries_the_hubs_metadata(w, tiny_bert):
+    """Parsed by huggingface_hub's own ModelCard, round-tripped without loss; a local base is no base_model (the
+    text names it, with its weights' hash); the user's files are no Hub datasets; no absolute path anywhere."""
+    from huggingface_hub import ModelCard
+
     info = json.loads((w["ckpt"] / "defsent.json").read_text())
-    meta = front_matter((w["ckpt"] / "README.md").read_text())
-    assert meta["base_model"] == info["base_model"] == str(tiny_bert)
-    assert meta["datasets"] == [w["dictionary"].name]
+    text = (w["ckpt"] / "README.md").read_text()
+    card = ModelCard(text)
+    meta = card.data.to_dict()
+    assert ModelCard(str(card)).data.to_dict() == meta  # round-trips without loss
+    assert "base_model" not in meta and "datasets" not in meta
     assert meta["library_name"] == "sentence-transformers" and meta["pipeline_tag"] == "sentence-similarity"
     assert {"defsent", "sentence-transformers", "defsent-plus"} <= set(meta["tags"])
     assert "license" not in meta  # the tiny base model's card states none
-    [entry] = meta["model-index"]
-    [result] = entry["results"]
+    [result] = card.data.eval_results
     kept = dict(map(tuple, info["eval_curve"]))[info["kept_step"]]
-    assert entry["name"] == "ckpt" and result["dataset"]["name"] == "stsb-dev"
-    assert result["metrics"][0]["type"] == "spearman_cosine" and result["metrics"][0]["value"] == kept
+    assert card.data.model_name == "ckpt" and result.dataset_type == "mteb/stsbenchmark-sts"
+    assert result.dataset_split == "validation" and result.metric_type == "cosine_spearman"
+    assert result.metric_value == pytest.approx(kept / 100)
+    weights = hashlib.sha256((tiny_bert / "model.safetensors").read_bytes()).hexdigest()
+    assert f"a local model folder `{tiny_bert.name}` (weights SHA-256 {weights})" in text
+    assert f"`{w['dictionary'].name}` (SHA-256 {hashlib.sha256(w['dictionary'].read_bytes()).hexdigest()})" in text
+    assert "None" not in text and str(w["root"]) not in text and str(tiny_bert) not in text
+    assert not any(word.startswith("/") for line in text.splitlines() for word in line.split())
 
 
 def test_the_license_is_the_base_cards_when_it_states_one(tmp_path):
@@ -180,7 +190,7 @@ def test_the_license_is_the_base_cards_when_it_states_one(tmp_path):
     base.mkdir()
     (base / "README.md").write_text("---\nlanguage: en\nlicense: apache-2.0\n---\n# base\n")
     meta = front_matter(model_card("out", {"kind": "tsdae", "base_model": str(base), "sentences": "/x/wiki.txt"}))
-    assert meta["license"] == "apache-2.0" and meta["datasets"] == ["wiki.txt"] and "tsdae" in meta["tags"]
+    assert meta["license"] == "apache-2.0" and "datasets" not in meta and "tsdae" in meta["tags"]
     assert "model-index" not in meta  # no dev score recorded
 
 

@@ -134,7 +134,8 @@ def test_train_writes_a_checkpoint_that_transformers_and_sentence_transformers_l
     from defsent_cli.io import sha256_file
 
     assert card.startswith("---\nlibrary_name: sentence-transformers")
-    assert sha256_file(bert_bank) in card and sha256_file(tiny_dict) in card and str(tiny_bert) in card
+    assert sha256_file(bert_bank) in card and sha256_file(tiny_dict) in card and f"`{tiny_bert.name}`" in card
+    assert str(tiny_bert) not in card and str(tmp_path) not in card  # no local path in a card to publish
     assert (
         "| lr | 0.001 |" in card
         and "| adam_eps | 1e-06 |" in card

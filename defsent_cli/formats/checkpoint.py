@@ -141,23 +141,13 @@ def _description(info: dict) -> str:
     """The card's sentence on what the run did: its kind's (:data:`DESCRIPTIONS`, told apart by objective,
     teacher architecture), or for a kind without one a neutral sentence that names it."""
     kind = info.get("kind", "train")
-    key = {
-        "contrastive": info.get("objective"),
-        "train": "defsent" if info.get("objective") == "defsent" else "train",
-        "teacher": f"teacher-{info.get('arch')}",
-    }.get(kind, kind)
-    text = DESCRIPTIONS.get(key) or f"a `{kind}` training run of defsent; its settings and data are below."
+    text = DESCRIPTIONS.get(_kind_key(info)) or f"a `{kind}` training run of defsent; its settings and data are below."
     extras = []
     if info.get("nm_weight"):
         extras.append(f"plus {info['nm_weight']:g} x Noise Matching")
     if (info.get("config") or {}).get("mlm_weight"):
         extras.append(f"plus {info['config']['mlm_weight']:g} x a masked-LM loss")
     return text + (f" Loss: {', '.join(extras)}." if extras else "")
-
-
-def _yaml(value) -> str:
-    """A YAML scalar: a JSON string is a valid YAML double-quoted one (numbers, true/false, null as JSON)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def base_license(base_model) -> str | None:
@@ -178,13 +168,41 @@ def base_license(base_model) -> str | None:
     return None
 
 
-#: The dev criteria a checkpoint records a score on: (task type, task name, metric type) for ``model-index``.
-CRITERION_METRICS = {
-    "dev": ("sentence-similarity", "Semantic Similarity", "spearman_cosine"),
-    "stsb-dev": ("sentence-similarity", "Semantic Similarity", "spearman_cosine"),
-    "sts-avg": ("sentence-similarity", "Semantic Similarity", "spearman_cosine"),
-    "dict-dev": ("reverse-dictionary", "Reverse Dictionary", "mrr"),
+#: The dev criteria whose score is one public dataset's, for ``model-index``: (task type, task name, dataset id,
+#: dataset name, split, metric type, metric name). The others (``dev``: STS-B dev and SICK-R trial together;
+#: ``dict-dev``: the user's own dictionary; ``sts-avg``: seven test sets) are in the card's text only.
+CRITERION_RESULTS = {
+    "stsb-dev": (
+        "sentence-similarity",
+        "Semantic Textual Similarity",
+        "mteb/stsbenchmark-sts",
+        "STS Benchmark",
+        "validation",
+        "cosine_spearman",
+        "Spearman correlation of cosine similarities",
+    ),
 }
+#: What each kind of run is, in a few words, for the card's title.
+TITLES = {
+    "train": "DefSent+ fine-tune",
+    "defsent": "DefSent fine-tune",
+    "tsdae": "TSDAE fine-tune",
+    "simcse": "SimCSE fine-tune",
+    "nm": "Noise Matching fine-tune",
+    "pairs": "bi-encoder trained on scored pairs",
+    "teacher-ce": "Cross-Encoder teacher",
+    "teacher-cbe": "Cross-Bi-Encoder teacher",
+    "merge": "weight-space merge",
+}
+
+
+def _kind_key(info: dict) -> str:
+    kind = info.get("kind", "train")
+    return {
+        "contrastive": info.get("objective"),
+        "train": "defsent" if info.get("objective") == "defsent" else "train",
+        "teacher": f"teacher-{info.get('arch')}",
+    }.get(kind, kind) or kind
 
 
 def _kept_score(info: dict) -> tuple[str, float] | None:
@@ -199,65 +217,129 @@ def _kept_score(info: dict) -> tuple[str, float] | None:
     return (info["eval_on"], float(scores[-1])) if info.get("eval_on") and scores else None
 
 
-def front_matter(name: str, info: dict) -> list[str]:
-    """The model card's YAML metadata, as the Hugging Face Hub reads it: ``library_name``, ``pipeline_tag``,
-    ``tags`` (with the objective), ``base_model``, ``datasets`` (the training files by name), ``license`` (the
-    base model card's, when it states one) and ``model-index`` (the dev score of the weights written)."""
+def _parents(info: dict) -> list[str]:
+    """The model folders a checkpoint was made from: a merge's models and base, else the base model."""
+    if info.get("kind") == "merge":
+        return list(
+            dict.fromkeys(str(m) for m in [*info.get("models", []), *([info["base"]] if info.get("base") else [])])
+        )
+    return [str(info["base_model"])] if info.get("base_model") else []
+
+
+def _origin(path: str, info: dict) -> dict | None:
+    """The Hub model a parent folder is (its id and commit), from the folder's place or the provenance."""
+    from .origin import hub_origin
+
+    found = hub_origin(path) if Path(path).exists() else None
+    if found is None:
+        for record in (info.get("provenance") or {}).get("models", []):
+            if record.get("path") == str(Path(path).absolute()) and record.get("hub_id"):
+                found = {"hub_id": record["hub_id"], "revision": record.get("revision")}
+    return found
+
+
+def _weights_hash(path: str, info: dict) -> str | None:
+    for record in (info.get("provenance") or {}).get("models", []):
+        if record.get("path") == str(Path(path).absolute()) and record.get("weights"):
+            return next(iter(record["weights"].values()))
+    return None
+
+
+def _data_hash(path: str, info: dict) -> str | None:
+    for record in (info.get("provenance") or {}).get("data", []):
+        if record.get("path") == str(Path(path).absolute()):
+            return record.get("sha256")
+    return None
+
+
+def card_data(name: str, info: dict):
+    """The card's metadata as ``huggingface_hub``'s :class:`ModelCardData`: ``base_model`` the Hub ids of the
+    parents where they are Hub models (with ``base_model_relation``), no local path; no ``datasets`` (the
+    user's files are no Hub datasets: the text names them with their hashes); ``license`` the base card's;
+    ``model-index`` the kept dev score where it is one public dataset's (:data:`CRITERION_RESULTS`)."""
+    from huggingface_hub import EvalResult, ModelCardData
+
     kind = info.get("kind", "train")
     objective = info.get("objective") or {"train": "defsent-plus"}.get(kind, kind)
     tags = ["sentence-transformers", "sentence-similarity", "feature-extraction", "defsent"]
     tags += [tag for tag in (objective, info.get("loss")) if tag and tag not in tags]
-    lines = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity", "tags:"]
-    lines += [f"- {_yaml(tag)}" for tag in tags]
-    if kind == "merge":
-        bases = [*info.get("models", []), *([info["base"]] if info.get("base") else [])]
-        bases = list(dict.fromkeys(bases))
-    else:
-        bases = [info["base_model"]] if info.get("base_model") else []
-    if len(bases) == 1:
-        lines.append(f"base_model: {_yaml(str(bases[0]))}")
-    elif bases:
-        lines += ["base_model:", *(f"- {_yaml(str(b))}" for b in bases)]
-    datasets = [Path(str(info[key])).name for key in ("dictionary", "sentences", "pairs") if info.get(key)]
-    if datasets:
-        lines += ["datasets:", *(f"- {_yaml(d)}" for d in datasets)]
-    licence = base_license(bases[0]) if len(bases) >= 1 else None
+    parents = _parents(info)
+    hub_ids = [origin["hub_id"] for origin in map(lambda p: _origin(p, info), parents) if origin]
+    fields: dict = {"library_name": "sentence-transformers", "pipeline_tag": "sentence-similarity", "tags": tags}
+    if hub_ids:
+        fields["base_model"] = hub_ids[0] if len(hub_ids) == 1 else list(dict.fromkeys(hub_ids))
+        fields["base_model_relation"] = "merge" if kind == "merge" else "finetune"
+    licence = base_license(parents[0]) if parents else None
     if licence:
-        lines.append(f"license: {_yaml(licence)}")
+        fields["license"] = licence
     kept = _kept_score(info)
-    if kept is not None:
-        criterion, score = kept
-        task_type, task_name, metric = CRITERION_METRICS.get(criterion, ("sentence-similarity", criterion, criterion))
-        lines += [
-            "model-index:",
-            f"- name: {_yaml(name)}",
-            "  results:",
-            "  - task:",
-            f"      type: {_yaml(task_type)}",
-            f"      name: {_yaml(task_name)}",
-            "    dataset:",
-            f"      name: {_yaml(criterion)}",
-            f"      type: {_yaml(criterion)}",
-            "    metrics:",
-            f"    - type: {_yaml(metric)}",
-            f"      value: {_yaml(score)}",
-            f"      name: {_yaml(f'{criterion} (x100), the score defsent kept this checkpoint on')}",
+    if kept is not None and kept[0] in CRITERION_RESULTS:
+        task_type, task_name, dataset, dataset_name, split, metric, metric_name = CRITERION_RESULTS[kept[0]]
+        fields["model_name"] = name
+        fields["eval_results"] = [
+            EvalResult(
+                task_type=task_type,
+                task_name=task_name,
+                dataset_type=dataset,
+                dataset_name=dataset_name,
+                dataset_split=split,
+                metric_type=metric,
+                metric_name=metric_name,
+                metric_value=round(kept[1] / 100, 6),
+            )
         ]
-    return [*lines, "---"]
+    return ModelCardData(**fields)
+
+
+def front_matter(name: str, info: dict) -> list[str]:
+    """The model card's YAML metadata (:func:`card_data`), as ``huggingface_hub`` writes it."""
+    return ["---", *card_data(name, info).to_yaml().splitlines(), "---"]
+
+
+def _model_text(path: str, info: dict) -> str:
+    """A parent model for the card's text: its Hub id (a link, and the commit where known), else the local
+    folder's name and its weights' SHA-256; never the absolute path."""
+    origin = _origin(path, info)
+    if origin:
+        at = f" at commit {origin['revision'][:12]}" if origin.get("revision") else ""
+        return f"[{origin['hub_id']}](https://huggingface.co/{origin['hub_id']}){at}"
+    digest = _weights_hash(path, info)
+    return f"a local model folder `{Path(path).name}`" + (f" (weights SHA-256 {digest})" if digest else "")
+
+
+def _file_text(path, digest: str | None) -> str:
+    """A data file for the card's text: its name and SHA-256; never its absolute path."""
+    if not path:
+        return "-"
+    return f"`{Path(str(path)).name}`" + (f" (SHA-256 {digest})" if digest else "")
+
+
+def _value(value) -> str:
+    return "-" if value is None else value
+
+
+def _title(name: str, info: dict) -> str:
+    parents = [_origin(p, info) for p in _parents(info)]
+    named = [o["hub_id"] if o else f"`{Path(p).name}`" for o, p in zip(parents, _parents(info), strict=True)]
+    what = TITLES.get(_kind_key(info), f"{info.get('kind', 'train')} run")
+    return f"{name}: {what} of {' and '.join(named)}" if named else f"{name}: {what}"
 
 
 def model_card(name: str, info: dict) -> str:
     """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json``: the Hub's
-    metadata (:func:`front_matter`), then how to use it, its data, settings and scores."""
+    metadata (:func:`front_matter`), then how to use it, its data (by name and hash), settings and scores. No
+    absolute local path appears in it (the folder can be published as it is; docs/formats.md)."""
     pooling = info.get("pooling", "mean")
     lines = [
         *front_matter(name, info),
         "",
-        f"# {name}",
+        f"# {_title(name, info)}",
         "",
         f"A sentence encoder written by `defsent` {info.get('defsent_version', '')}: {_description(info)}",
         "",
         "## Use",
+        "",
+        f"`{name}` below is this folder, or its Hub id once uploaded (`hf upload ORG/NAME {name}`).",
         "",
         "```sh",
         f"defsent encode -m {name} --pooling {pooling} < sentences.txt > vectors.npy",
@@ -272,17 +354,23 @@ def model_card(name: str, info: dict) -> str:
     if info.get("kind") == "merge":
         lines += ["## Merge", "", "| setting | value |", "|---|---|"]
         for key in ("method", "alpha", "base", "models", "weights", "select", "selected_score"):
-            if key in info:
-                lines.append(_row(key, info[key]))
+            if key not in info:
+                continue
+            value = info[key]
+            if key == "base":
+                value = _model_text(str(value), info)
+            elif key == "models":
+                value = "; ".join(_model_text(str(m), info) for m in value)
+            lines.append(_row(key, _value(value)))
         lines.append("")
     elif "sentences" in info or "pairs" in info:  # tsdae, simcse: plain sentences; train-pairs: scored pairs
         lines += ["## Training data", "", "| what | value |", "|---|---|"]
-        lines.append(_row("base model", info.get("base_model", "?")))
+        lines.append(_row("base model", _model_text(str(info.get("base_model", "?")), info)))
         if "pairs" in info:
-            lines.append(_row("pairs", info["pairs"]))
+            lines.append(_row("pairs", _file_text(info["pairs"], _data_hash(info["pairs"], info))))
             lines.append(_row("training pairs", info.get("training_pairs", "?")))
         else:
-            lines.append(_row("sentences", info["sentences"]))
+            lines.append(_row("sentences", _file_text(info["sentences"], _data_hash(info["sentences"], info))))
             lines.append(_row("split (of a dictionary)", info.get("split") or "-"))
             lines.append(_row("training sentences", info.get("training_sentences", "?")))
         lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
@@ -292,22 +380,20 @@ def model_card(name: str, info: dict) -> str:
             if info.get(key) is not None:
                 lines.append(_row(key, info[key]))
         for key, value in info.get("config", {}).items():
-            lines.append(_row(key, value))
+            lines.append(_row(key, _value(value)))
         lines.append(_row("steps", info.get("steps", "?")))
         lines.append(_row("seconds", info.get("seconds", "?")))
         lines.append("")
     else:
         bank = info.get("bank_attrs", {})
         lines += ["## Training data", "", "| what | value |", "|---|---|"]
-        lines.append(_row("base model", info.get("base_model", "?")))
-        lines.append(_row("dictionary", info.get("dictionary", "?")))
-        lines.append(_row("dictionary SHA-256", bank.get("dictionary_sha256", "?")))
-        lines.append(_row("bank", info.get("bank", "?")))
-        lines.append(_row("bank SHA-256", info.get("bank_sha256", "?")))
+        lines.append(_row("base model", _model_text(str(info.get("base_model", "?")), info)))
+        lines.append(_row("dictionary", _file_text(info.get("dictionary"), bank.get("dictionary_sha256"))))
+        lines.append(_row("bank", _file_text(info.get("bank"), info.get("bank_sha256"))))
         lines.append(_row("bank kind / transform", f"{bank.get('kind', '?')} / {bank.get('transform', 'none')}"))
         if bank.get("texts"):  # embed-entries --texts (training/domain_text.py)
             found, most = bank.get("entries_from_texts", "?"), bank.get("texts_per_entry", "?")
-            files = ", ".join(str(bank["texts"]).splitlines())  # several files: one a line in the bank
+            files = ", ".join(Path(t).name for t in str(bank["texts"]).splitlines())  # several: one a line
             lines.append(_row("bank from domain text", f"{files}: {found} entries, up to {most} lines each"))
         lines.append(_row("bank entries", info.get("bank_entries", "?")))
         lines.append(_row("training definitions", info.get("training_definitions", "?")))
@@ -315,13 +401,12 @@ def model_card(name: str, info: dict) -> str:
         lines.append(_row("pooling in training", info.get("train_pooling", "?")))
         lines.append(_row("head", info.get("head", "?")))
         for key, value in info.get("config", {}).items():
-            lines.append(_row(key, value))
+            lines.append(_row(key, _value(value)))
         lines.append(_row("steps", info.get("steps", "?")))
         lines.append(_row("seconds", info.get("seconds", "?")))
         lines.append("")
     scores = info.get("scores") or {}
-    curve = info.get("eval_curve") or []
-    if scores or curve or info.get("final_loss") is not None:
+    if scores or info.get("final_loss") is not None:
         lines += ["## Scores recorded for this checkpoint", "", "| score | value |", "|---|---|"]
         if info.get("final_loss") is not None:
             lines.append(_row("final training loss", info["final_loss"]))
