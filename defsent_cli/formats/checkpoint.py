@@ -168,19 +168,19 @@ def base_license(base_model) -> str | None:
     return None
 
 
-#: The dev criteria whose score is one public dataset's, for ``model-index``: (task type, task name, dataset id,
-#: dataset name, split, metric type, metric name). The others (``dev``: STS-B dev and SICK-R trial together;
-#: ``dict-dev``: the user's own dictionary; ``sts-avg``: seven test sets) are in the card's text only.
+#: The dev criteria whose score is one public dataset's, for ``model-index`` (``huggingface_hub.EvalResult``'s
+#: fields). The others (``dev``: STS-B dev and SICK-R trial together; ``dict-dev``: the user's own dictionary;
+#: ``sts-avg``: seven test sets) are in the card's text only.
 CRITERION_RESULTS = {
-    "stsb-dev": (
-        "sentence-similarity",
-        "Semantic Textual Similarity",
-        "mteb/stsbenchmark-sts",
-        "STS Benchmark",
-        "validation",
-        "cosine_spearman",
-        "Spearman correlation of cosine similarities",
-    ),
+    "stsb-dev": {
+        "task_type": "sentence-similarity",
+        "task_name": "Semantic Textual Similarity",
+        "dataset_type": "mteb/stsbenchmark-sts",
+        "dataset_name": "STS Benchmark",
+        "dataset_split": "validation",
+        "metric_type": "cosine_spearman",
+        "metric_name": "Spearman correlation of cosine similarities",
+    },
 }
 #: What each kind of run is, in a few words, for the card's title.
 TITLES = {
@@ -274,20 +274,8 @@ def card_data(name: str, info: dict):
         fields["license"] = licence
     kept = _kept_score(info)
     if kept is not None and kept[0] in CRITERION_RESULTS:
-        task_type, task_name, dataset, dataset_name, split, metric, metric_name = CRITERION_RESULTS[kept[0]]
         fields["model_name"] = name
-        fields["eval_results"] = [
-            EvalResult(
-                task_type=task_type,
-                task_name=task_name,
-                dataset_type=dataset,
-                dataset_name=dataset_name,
-                dataset_split=split,
-                metric_type=metric,
-                metric_name=metric_name,
-                metric_value=round(kept[1] / 100, 6),
-            )
-        ]
+        fields["eval_results"] = [EvalResult(**CRITERION_RESULTS[kept[0]], metric_value=round(kept[1] / 100, 6))]
     return ModelCardData(**fields)
 
 
