@@ -256,7 +256,7 @@ def test_single_token_roberta_uses_leading_space(tiny_roberta):
 
 
 def test_load_tokenizer_errors(tmp_path):
-    with pytest.raises(DefsentError, match="must be a local folder"):
+    with pytest.raises(DefsentError, match="not a local folder"):
         models.load_tokenizer(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DefsentError, match="no config.json") as info:
@@ -273,31 +273,39 @@ def test_load_tokenizer_errors(tmp_path):
 
 def test_splits_deterministic_by_entry():
     entries = [fmt.Entry(f"word{i}", ["x"], []) for i in range(4000)]
-    a = build.assign_splits(entries, (0.8, 0.1, 0.1), seed=1)
-    b = build.assign_splits(entries, "0.8,0.1,0.1", seed=1)
+    a = build.assign_splits(entries, (0.8, 0.1, 0.1), seed=1, by="entry")
+    b = build.assign_splits(entries, "0.8,0.1,0.1", seed=1, by="entry")
     assert [e.split for e in a] == [e.split for e in b]
     assert all(e.split == "train" for e in entries)  # inputs are not modified
     counts = {s: sum(e.split == s for e in a) for s in fmt.SPLITS}
     assert abs(counts["train"] - 3200) < 150 and abs(counts["dev"] - 400) < 80 and abs(counts["test"] - 400) < 80
     # Another seed gives another split; an entry keeps its split when others are added or removed,
     # and the split ignores case.
-    c = build.assign_splits(entries, (0.8, 0.1, 0.1), seed=2)
+    c = build.assign_splits(entries, (0.8, 0.1, 0.1), seed=2, by="entry")
     assert [e.split for e in a] != [e.split for e in c]
-    sub = build.assign_splits(entries[::7] + [fmt.Entry("WORD3", ["x"], [])], (0.8, 0.1, 0.1), seed=1)
+    sub = build.assign_splits(entries[::7] + [fmt.Entry("WORD3", ["x"], [])], (0.8, 0.1, 0.1), seed=1, by="entry")
     assert [e.split for e in sub[:-1]] == [e.split for e in a[::7]]
     assert sub[-1].split == a[3].split
-    assert {e.split for e in build.assign_splits(entries)} == {"train"}
-    assert {e.split for e in build.assign_splits(entries, (0, 0, 1))} == {"test"}
+    assert {e.split for e in build.assign_splits(entries, by="entry")} == {"train"}
+    assert {e.split for e in build.assign_splits(entries, (0, 0, 1), by="entry")} == {"test"}
+    # The default keeps entries sharing a definition together: all 4,000 share "x", one group, one split.
+    assert len({e.split for e in build.assign_splits(entries, (0.8, 0.1, 0.1), seed=1)}) == 1
 
 
 def test_a_split_left_empty_is_warned_about(library_log):
     two = [fmt.Entry("dog", ["a pet"], []), fmt.Entry("cat", ["another pet"], [])]
-    splits = [e.split for e in build.assign_splits(two, (0.8, 0.1, 0.1), seed=42)]
+    splits = [e.split for e in build.assign_splits(two, (0.8, 0.1, 0.1), seed=42, by="entry")]
     missing = [name for name in fmt.SPLITS if name not in splits]
     warnings = [text for level, text in library_log if level == "warning"]
     assert missing and warnings == [f"--split gives {', '.join(missing)} no entries at all (2 entries split by hash)"]
     library_log.clear()
-    build.assign_splits([fmt.Entry(f"w{i}", ["x"], []) for i in range(200)], (0.8, 0.1, 0.1))
+    assert [e.split for e in build.assign_splits(two, (0.8, 0.1, 0.1), seed=42)] == ["train", "train"]
+    assert [text for level, text in library_log if level == "warning"] == [
+        "--split gives dev, test no entries at all (2 entries in 2 groups sharing definitions)"
+    ]
+    library_log.clear()
+    build.assign_splits([fmt.Entry(f"w{i}", [f"x{i}"], []) for i in range(200)], (0.8, 0.1, 0.1))
+    build.assign_splits([fmt.Entry(f"w{i}", ["x"], []) for i in range(200)], (0.8, 0.1, 0.1), by="entry")
     assert library_log == []
 
 
@@ -321,13 +329,13 @@ def test_write_read_roundtrip_and_stats(tmp_path, tiny_bert):
     counted = stats.dictionary_stats(entries)
     assert counted == {
         "train": {"entries": 2, "definitions": 3},
-        "dev": {"entries": 1, "definitions": 1},
+        "dev": {"entries": 1, "definitions": 1, "in_train": 0},
         "total": {"entries": 3, "definitions": 4},
     }
     counted = stats.dictionary_stats(entries, models.load_tokenizer(tiny_bert))
     # [CLS] + words + [SEP]: train 10, 4, 8 ("long-necked" is long - necked), dev 7.
     assert counted["train"] == {"entries": 2, "definitions": 3, "max_tokens": 10, "median_tokens": 8}
-    assert counted["dev"] == {"entries": 1, "definitions": 1, "max_tokens": 7, "median_tokens": 7}
+    assert counted["dev"] == {"entries": 1, "definitions": 1, "in_train": 0, "max_tokens": 7, "median_tokens": 7}
     assert counted["total"]["max_tokens"] == 10 and counted["total"]["median_tokens"] == 7.5
 
 
@@ -433,7 +441,7 @@ def test_cli_build_dict_utf16_csv(cli, tmp_path):
         ('{"entry": "dog"}\n', ["--format", "jsonl"], "bad.txt:1: 'definitions'"),
         ("x\ty\n", ["--split", "0.9,0.9,0.1"], "--split"),
         ("x\ty\n", ["--format", "xml"], "'xml' is not one of"),
-        ("x\ty\n", ["--single-token", "/nonexistent/model"], "must be a local folder"),
+        ("x\ty\n", ["--single-token", "/nonexistent/model"], "not a local folder"),
     ],
 )
 def test_cli_bad_input_is_one_line(cli, tmp_path, content, args, message):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..console import err_console, say
-from ..dictionary.build import BuildSettings, build_dictionary, default_sources, parse_fractions
+from ..console import say
+from ..dictionary.build import SPLIT_BY, BuildSettings, build_dictionary, default_sources, parse_fractions
 from ..dictionary.sources import DEFAULT_WORDNET_DIR, FORMATS
 from ..dictionary.stats import dictionary_stats, source_stats
 from ..encoder.models import load_tokenizer
@@ -20,6 +21,7 @@ from .boundary import guard
 from .render import show, stats_table
 
 SourceFormat = opt.choices("SourceFormat", FORMATS)
+SplitBy = opt.choices("SplitBy", SPLIT_BY)
 
 
 def build_dict(
@@ -89,8 +91,17 @@ def build_dict(
     ] = None,
     split: Annotated[
         str | None,
-        typer.Option("--split", help="train,dev,test fractions by entry, e.g. 0.8,0.1,0.1 (default: all train)."),
+        typer.Option("--split", help="train,dev,test fractions of the entries, e.g. 0.8,0.1,0.1 (default: all train)."),
     ] = None,
+    split_by: Annotated[
+        SplitBy,
+        typer.Option(
+            "--split-by",
+            help="What --split keeps together: definition-group = entries that share a definition (casefolded, "
+            "whitespace and trailing punctuation ignored) go to one split, so no held-out definition is a training "
+            "one; entry = each entry alone, as before (aliases and synonyms that share a gloss can end up on both sides).",
+        ),
+    ] = SplitBy.definition_group,
     sample: Annotated[
         int | None,
         typer.Option("--sample", min=1, help="Keep a seeded random sample of N entries, in order (after filters)."),
@@ -111,7 +122,7 @@ def build_dict(
       defsent build-dict /usr/share/dictd/foldoc.index --category programming \\
           -o foldoc.jsonl --stats
     """
-    check_output(output, force)
+    check_output(output, force, stdout=True)
     _check_encoding(encoding)
     settings = BuildSettings(
         encoding=encoding,
@@ -123,12 +134,14 @@ def build_dict(
         max_entries=max_entries,
         fractions=parse_fractions(split) if split is not None else None,
         seed=seed,
+        split_by=opt.value(split_by),
         categories=tuple(category or ()),
         first_sentence=first_sentence,
     )
     inputs = default_sources(wordnet, [(path, opt.value(fmt)) for path in sources or []])
     origins: dict[str, list[str]] = {}
-    entries = build_dictionary(inputs, settings, show_progress=show_progress, origins=origins)
+    dropped: Counter[tuple[str, str]] = Counter()
+    entries = build_dictionary(inputs, settings, show_progress=show_progress, origins=origins, dropped=dropped)
     write_dictionary(output, entries)
     n_defs = sum(len(e.definitions) for e in entries)
     names = sorted({s for e in entries for s in e.sources})
@@ -137,8 +150,25 @@ def build_dict(
     split_text = ", ".join(f"{s} {n:,}" for s, n in counts.items() if n)
     say(f"wrote {len(entries):,} entries, {n_defs:,} definitions from {', '.join(names)} to {where} ({split_text})")
     if stats:
-        err_console.print(stats_table(dictionary_stats(entries, settings.tokenizer), title=str(output)))
-        err_console.print(source_table(source_stats(entries, origins)))
+        show(stats_table(dictionary_stats(entries, settings.tokenizer), title=str(output)), to_stdout=False)
+        show(source_table(source_stats(entries, origins)), to_stdout=False)
+        show(dropped_table(dropped), to_stdout=False)
+
+
+def dropped_table(dropped: Counter[tuple[str, str]]):
+    """The definitions build-dict dropped as it merged them, by source and reason (``build-dict --stats``)."""
+    from rich.table import Table
+
+    from ..dictionary.text import DROP_REASONS
+
+    if not dropped:
+        return "dropped definitions: none"
+    table = Table(title="dropped definitions")
+    for name, justify in (("source", "left"), ("why", "left"), ("definitions", "right")):
+        table.add_column(name, justify=justify)
+    for (source, why), n in sorted(dropped.items(), key=lambda kv: (kv[0][0], list(DROP_REASONS).index(kv[0][1]))):
+        table.add_row(source, DROP_REASONS[why], f"{n:,}")
+    return table
 
 
 def source_table(rows: dict[str, dict]):

@@ -1,4 +1,5 @@
-"""Build a dictionary: merge the sources' pairs into entries, filter, sample, split by entry.
+"""Build a dictionary: merge the sources' pairs into entries, filter, sample, split (by groups of entries that
+share a definition, or by entry).
 
 :func:`build_dictionary` is the whole ``defsent build-dict`` pipeline; the pieces are public for
 other pipelines. DefSent+'s datasets: "a" = :func:`merge` of WordNet and Oxford; "c" = "a" after
@@ -20,10 +21,15 @@ from ..errors import DefsentError
 from ..formats.dictionary import SPLITS, Entry
 from ..log import warn
 from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
-from .text import first_sentence
+from .text import DUPLICATE, first_sentence
 
 
-def merge(items: Iterable[Item], lowercase: bool = False, origins: dict[str, list[str]] | None = None) -> list[Entry]:
+def merge(
+    items: Iterable[Item],
+    lowercase: bool = False,
+    origins: dict[str, list[str]] | None = None,
+    dropped: Counter[tuple[str, str]] | None = None,
+) -> list[Entry]:
     """Combine pairs / entries into one entry per headword (DefSent+ dataset "a").
 
     Entries match case-insensitively (``casefold`` after whitespace normalisation) and keep the
@@ -34,6 +40,7 @@ def merge(items: Iterable[Item], lowercase: bool = False, origins: dict[str, lis
 
     ``origins``, when given, is filled with the source that gave each kept definition (the first source
     of the item it came first from), per casefolded entry, in definition order: :func:`.stats.source_stats`.
+    ``dropped``, when given, counts the duplicates dropped by ``(source, "duplicate")``.
     """
     merged: dict[str, Entry] = {}
     seen_definitions: dict[str, set[str]] = {}
@@ -56,6 +63,8 @@ def merge(items: Iterable[Item], lowercase: bool = False, origins: dict[str, lis
         seen = seen_definitions[key]
         for k, definition in enumerate(definitions):
             definition = normalize_space(definition)
+            if definition in seen and dropped is not None:
+                dropped[(sources[0] if sources else "", DUPLICATE)] += 1
             if definition and definition not in seen:
                 seen.add(definition)
                 target.definitions.append(definition)
@@ -166,6 +175,16 @@ def sample_entries(entries: Iterable[Entry], n: int | None, seed: int = 42) -> l
 
 # --------------------------------------------------------------------------- splits
 
+SPLIT_BY = ("definition-group", "entry")  # --split-by: the default first
+_TRAILING = " .,;:!?\u2026"  # stripped from the end of a normalised definition
+
+
+def normalize_definition(text: str) -> str:
+    """The form in which two definitions count as the same for the split: casefolded, whitespace collapsed to
+    one space, and trailing spaces and punctuation (``. , ; : ! ?`` and the ellipsis ``…``) stripped; so
+    ``"A pet."`` and ``"a  pet"`` are one definition."""
+    return " ".join(text.split()).casefold().rstrip(_TRAILING)
+
 
 def parse_fractions(text: str | Sequence[float]) -> tuple[float, float, float]:
     """Validate ``"0.8,0.1,0.1"`` (or a sequence): three non-negative numbers summing to 1."""
@@ -181,15 +200,21 @@ def parse_fractions(text: str | Sequence[float]) -> tuple[float, float, float]:
     return values[0], values[1], values[2]
 
 
+def _unit(key: str, seed: int) -> float:
+    """SHA-256 of ``(seed, casefolded key)`` mapped to [0, 1)."""
+    digest = hashlib.sha256(f"{seed}\0{normalize_space(key).casefold()}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
 def split_of(entry: str, fractions: Sequence[float], seed: int) -> str:
-    """The split of one entry: SHA-256 of ``(seed, casefolded entry)`` mapped to [0, 1) and cut by the fractions.
+    """The split of one entry under ``--split-by entry``: SHA-256 of ``(seed, casefolded entry)`` mapped to [0, 1)
+    and cut by the fractions.
 
     Hashing (rather than shuffling) makes an entry's split depend only on the seed and the entry
     itself, so adding or removing other entries never moves it; the split sizes follow the
     fractions approximately (binomially), not exactly.
     """
-    digest = hashlib.sha256(f"{seed}\0{normalize_space(entry).casefold()}".encode()).digest()
-    u = int.from_bytes(digest[:8], "big") / 2.0**64
+    u = _unit(entry, seed)
     train, dev, _ = fractions
     if u < train:
         return "train"
@@ -198,19 +223,103 @@ def split_of(entry: str, fractions: Sequence[float], seed: int) -> str:
     return "test"
 
 
-def assign_splits(
-    entries: Iterable[Entry], fractions: Sequence[float] | str = (1.0, 0.0, 0.0), seed: int = 42
-) -> list[Entry]:
-    """Return copies of ``entries`` with ``split`` assigned by entry (see :func:`split_of`).
+def definition_groups(entries: Sequence[Entry]) -> list[int]:
+    """The group of each entry: entries that share a definition (:func:`normalize_definition`), directly or
+    through others, are one group (a union-find over the entries). A group is numbered by its first entry."""
+    parent = list(range(len(entries)))
 
-    The default gives every entry ``train`` (DefSent+ trains on the whole dictionary).
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        for definition in entry.definitions:
+            key = normalize_definition(definition)
+            if not key:
+                continue
+            j = first.setdefault(key, i)
+            if j != i:
+                a, b = find(i), find(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)  # the root is the group's first entry
+    return [find(i) for i in range(len(entries))]
+
+
+def group_splits(sizes: Sequence[int], keys: Sequence[str], fractions: Sequence[float], seed: int) -> list[str]:
+    """The split of each group of entries (``sizes[g]`` entries, named by ``keys[g]``), the entries' fractions
+    kept as closely as whole groups allow, deterministic for a seed.
+
+    A group of several entries larger than half the share of a smaller split that is not empty (WordNet's
+    synonyms chain 27,699 entries into one group) goes to the largest split: placed elsewhere it would swamp
+    it. The others are ordered by SHA-256 of ``(seed, key)`` and laid end to end over the entries left; each
+    goes to the split in whose share the middle of its run of entries falls, so a group's split does not
+    depend on its size.
     """
+    total = sum(sizes)
+    targets = [share * total for share in fractions]
+    largest = max(range(len(SPLITS)), key=lambda k: (fractions[k], -k))
+    smaller = [targets[k] for k in range(len(SPLITS)) if k != largest and targets[k] > 0]
+    limit = max(1.0, min(smaller) / 2) if smaller else float("inf")
+    result = [""] * len(sizes)
+    left = list(targets)
+    for g, size in enumerate(sizes):
+        if size > limit:
+            result[g] = SPLITS[largest]
+            left[largest] -= size
+    left = [max(0.0, t) for t in left]
+    rest = sorted((g for g in range(len(sizes)) if not result[g]), key=lambda g: (_unit(keys[g], seed), keys[g]))
+    remaining = sum(sizes[g] for g in rest)
+    scale = remaining / sum(left) if sum(left) > 0 else 0.0
+    bounds = [sum(left[: k + 1]) * scale for k in range(len(SPLITS))]
+    placed = 0
+    for g in rest:
+        middle = placed + sizes[g] / 2
+        k = next((k for k, bound in enumerate(bounds) if middle < bound), None)
+        if k is None:  # nothing left to share (the large groups filled every split): the largest
+            k = largest
+        result[g] = SPLITS[k]
+        placed += sizes[g]
+    return result
+
+
+def assign_splits(
+    entries: Iterable[Entry],
+    fractions: Sequence[float] | str = (1.0, 0.0, 0.0),
+    seed: int = 42,
+    by: str = "definition-group",
+) -> list[Entry]:
+    """Return copies of ``entries`` with ``split`` assigned (the default gives every entry ``train``: DefSent+
+    trains on the whole dictionary).
+
+    ``by="definition-group"`` (``--split-by``'s default): entries that share a definition (FOLDOC's aliases,
+    WordNet's synonyms under one synset gloss) are one group (:func:`definition_groups`), and the groups are
+    split (:func:`group_splits`), so no held-out definition is also a training one. ``by="entry"``: each
+    entry by itself (:func:`split_of`), as before; a definition shared by entries can then be in several splits.
+    """
+    if by not in SPLIT_BY:
+        raise DefsentError(f"--split-by must be one of {', '.join(SPLIT_BY)}, got {by!r}")
     fractions = parse_fractions(fractions)
-    split = [dataclasses.replace(e, split=split_of(e.entry, fractions, seed)) for e in entries]
+    entries = list(entries)
+    if by == "entry":
+        split = [dataclasses.replace(e, split=split_of(e.entry, fractions, seed)) for e in entries]
+        how = "split by hash"
+    else:
+        groups = definition_groups(entries)
+        members: dict[int, list[int]] = {}
+        for i, g in enumerate(groups):
+            members.setdefault(g, []).append(i)
+        roots = list(members)
+        keys = [min(normalize_space(entries[i].entry).casefold() for i in members[g]) for g in roots]
+        chosen = dict(zip(roots, group_splits([len(members[g]) for g in roots], keys, fractions, seed), strict=True))
+        split = [dataclasses.replace(e, split=chosen[g]) for e, g in zip(entries, groups, strict=True)]
+        how = f"in {len(roots):,} groups sharing definitions"
     counts = Counter(e.split for e in split)
     empty = [name for name, share in zip(SPLITS, fractions, strict=True) if share > 0 and not counts[name]]
     if split and empty:
-        warn(f"--split gives {', '.join(empty)} no entries at all ({len(split)} entries split by hash)")
+        warn(f"--split gives {', '.join(empty)} no entries at all ({len(split)} entries {how})")
     return split
 
 
@@ -230,6 +339,7 @@ class BuildSettings:
     max_entries: int | None = None
     fractions: tuple[float, float, float] | None = None  # --split
     seed: int = 42
+    split_by: str = "definition-group"  # --split-by: definition-group | entry (assign_splits)
     categories: tuple[str, ...] = ()  # --category: keep the definitions of these categories (FOLDOC's <tags>)
     first_sentence: bool = False  # --first-sentence: cut each definition to its first sentence
 
@@ -316,12 +426,15 @@ def build_dictionary(
     settings: BuildSettings,
     show_progress: bool | None = None,
     origins: dict[str, list[str]] | None = None,
+    dropped: Counter[tuple[str, str]] | None = None,
 ) -> list[Entry]:
     """Read every source, merge case-insensitively, then filter, sample, cut and split (in that order).
 
     ``show_progress``: a bar on stderr counting the definitions read (None: on unless DEFSENT_NO_PROGRESS).
     ``settings.first_sentence`` cuts each definition to its first sentence as it is read (before duplicates are
-    dropped). ``origins``: filled as :func:`merge` does (the source of each definition, for :func:`.stats.source_stats`).
+    dropped). ``origins``: filled as :func:`merge` does (the source of each definition, for :func:`.stats.source_stats`);
+    ``dropped``: the definitions dropped, by ``(source, reason)`` (:data:`.text.DROP_REASONS`: as the dictd and
+    glossary readers read them, :func:`.sources.read_source`, and as :func:`merge` merges them)
     """
     categories = CategoryFilter(settings.categories) if settings.categories else None
     with make_progress("definitions", show_progress) as progress:
@@ -331,7 +444,9 @@ def build_dictionary(
             for path, fmt in inputs:
                 progress.update(task, description=f"reading {Path(path).name}")
                 read = 0
-                found = read_source(path, fmt, encoding=settings.encoding, include_examples=settings.include_examples)
+                found = read_source(
+                    path, fmt, encoding=settings.encoding, include_examples=settings.include_examples, dropped=dropped
+                )
                 if categories is not None:
                     found = categories.apply(found, Path(path).name)
                 for item in found:
@@ -342,7 +457,7 @@ def build_dictionary(
                         read = 0
                 progress.advance(task, read)
 
-        entries = merge(items(), lowercase=settings.lowercase, origins=origins)
+        entries = merge(items(), lowercase=settings.lowercase, origins=origins, dropped=dropped)
     if categories is not None:
         categories.check()
     if settings.tokenizer is not None:
@@ -351,7 +466,7 @@ def build_dictionary(
     entries = sample_entries(entries, settings.sample, settings.seed)
     entries = max_entries(entries, settings.max_entries)
     if settings.fractions is not None:
-        entries = assign_splits(entries, settings.fractions, settings.seed)
+        entries = assign_splits(entries, settings.fractions, settings.seed, by=settings.split_by)
     if not entries:
         raise DefsentError("no entries left after reading and filtering; nothing written")
     return entries

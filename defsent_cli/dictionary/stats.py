@@ -1,5 +1,5 @@
-"""Dictionary statistics per split: entries, definitions and token lengths (the DefSent+ Table 1 view); and per
-source (:func:`source_stats`)."""
+"""Dictionary statistics per split: entries, definitions, token lengths (the DefSent+ Table 1 view) and the held-out
+definitions that are also training ones (:func:`held_out_in_train`); and per source (:func:`source_stats`)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,30 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..formats.dictionary import SPLITS, Entry
+from .build import normalize_definition
+
+HELD_OUT = ("dev", "test")
+
+
+def held_out_in_train(entries: Iterable[Entry]) -> dict[str, int]:
+    """Per held-out split (dev, test) present: how many of its definitions are also a definition of a train entry,
+    compared as :func:`.build.normalize_definition` does (casefolded, whitespace collapsed, trailing punctuation
+    stripped). Each definition of the split counts once per entry that has it. A split made with ``build-dict
+    --split-by definition-group`` (the default) has none; ``--split-by entry`` can have many (shared glosses)."""
+    entries = list(entries)
+    train = {normalize_definition(d) for e in entries if e.split == "train" for d in e.definitions}
+    train.discard("")
+    counts: dict[str, int] = {}
+    for e in entries:
+        if e.split in HELD_OUT:
+            counts[e.split] = counts.get(e.split, 0) + sum(normalize_definition(d) in train for d in e.definitions)
+    return counts
 
 
 def dictionary_stats(entries: Iterable[Entry], tokenizer: Any = None, batch_size: int = 4096) -> dict[str, dict]:
-    """Per split (those present) and ``total``: entries, definitions and, with a tokenizer, the max
-    and median definition length in tokens including special tokens."""
+    """Per split (those present) and ``total``: entries, definitions, for dev and test ``in_train`` (their
+    definitions that are also training ones: :func:`held_out_in_train`) and, with a tokenizer, the max and median
+    definition length in tokens including special tokens."""
     groups: dict[str, list[Entry]] = {split: [] for split in SPLITS}
     entries = list(entries)
     for e in entries:
@@ -27,10 +46,13 @@ def dictionary_stats(entries: Iterable[Entry], tokenizer: Any = None, batch_size
                 found.extend(len(x) for x in ids)
             lengths[split] = found
     stats: dict[str, dict] = {}
+    in_train = held_out_in_train(entries)
     for split, group in [*groups.items(), ("total", entries)]:
         if split != "total" and not group:
             continue
         row: dict[str, Any] = {"entries": len(group), "definitions": sum(len(e.definitions) for e in group)}
+        if split in in_train:
+            row["in_train"] = in_train[split]
         if tokenizer is not None:
             found = [n for s in SPLITS for n in lengths.get(s, [])] if split == "total" else lengths[split]
             row["max_tokens"] = max(found) if found else None
