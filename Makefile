@@ -13,7 +13,7 @@ export DEFSENT_DATA := $(DATA)
 JOBS   ?= auto
 PYTEST := $(BIN)/pytest -q -n $(JOBS) --maxprocesses 4 --dist load
 
-.PHONY: install test test-fast lint format demo pst results bench clean
+.PHONY: install test test-fast lint format demo pst results bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format defsent_cli tests bench
 	$(BIN)/ruff check --fix defsent_cli tests bench
+
+## make browser: Debian's chromium and chromium-driver, which tests/test_serve.py drives through selenium (installed
+## only when missing; needs root or sudo; without them that one test skips, saying why)
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then echo "chromium and chromedriver: present"; \
+	else $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get update && $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y chromium chromium-driver; fi
 
 ## make demo: a small complete run on the bundled all-MiniLM-L6-v2 and the real WordNet
 demo: $(STAMP)

@@ -18,6 +18,7 @@ def test_every_command_is_registered():
         "build-dict", "dict-stats", "embed-entries", "ica", "inspect", "train", "select-best", "lookup",
         "eval-dict", "encode", "eval-sts", "eval-senteval", "eval-cluster", "fit-post", "ditto-search", "merge",
         "tsdae", "simcse", "train-pairs", "teacher", "label", "sample-pairs", "kde-filter", "plot",
+        "index", "search", "serve",
     }  # fmt: skip
 
 

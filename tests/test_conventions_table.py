@@ -85,8 +85,11 @@ def test_a_command_that_says_it_reads_stdin_does(name, cli, tiny_bert, monkeypat
     argument'."""
     monkeypatch.setenv("DEFSENT_MODEL", str(tiny_bert))
     monkeypatch.chdir(tmp_path)
-    output = ["-o", "out.h5"] if name == "embed-entries" else []
-    result = cli(name, *output, input="")
+    needs = {"embed-entries": ["-o", "out.h5"], "index": ["-o", "out.h5"], "search": ["--index", "corpus.h5"]}
+    if name == "search":
+        (tmp_path / "texts.txt").write_text("a dog barks\na cat sleeps\n")
+        assert cli("index", "texts.txt", "-o", "corpus.h5", "--device", "cpu").exit_code == 0
+    result = cli(name, *needs.get(name, []), input="")
     assert result.exit_code == 2 and "stdin" in result.stderr and "Missing argument" not in result.stderr, result.stderr
 
 

@@ -24,6 +24,7 @@ OUTPUT_OPTIONS = {"--output", "--plot", "--link"}
 WALKED = {
     "build-dict": {"--output": "stdout"},
     "embed-entries": {"--output": "refused"},
+    "index": {"--output": "refused"},
     "ica": {"--output": "refused"},
     "fit-post": {"--output": "refused"},
     "inspect": {"--output": "stdout", "--plot": "refused"},
@@ -87,6 +88,7 @@ def _invocation(command: str, option: str, w: dict, tmp_path) -> list:
     args = {
         "build-dict": [d],
         "embed-entries": [d, "-m", m],
+        "index": [w["texts"], "-m", m],
         "ica": [b],
         "fit-post": ["-m", m, "--post", "zscore", "-i", w["texts"]],
         "inspect": [w["vectors"]],

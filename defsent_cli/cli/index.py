@@ -1,0 +1,105 @@
+"""``defsent index``: your own texts into a searchable index (docs/formats.md, "Text index")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .. import distributed
+from ..console import say
+from ..errors import DefsentError
+from ..io import check_output
+from . import options as opt
+from .boundary import guard
+
+
+def index_command(
+    texts: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="TEXTS", help="Text files (one text per line, or JSONL with --field); none or '-': stdin."
+        ),
+    ] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The index to write (.h5).", show_default=False)] = ...,
+    model: opt.Model = None,
+    field: Annotated[
+        str | None, typer.Option("--field", help="Read JSONL and index this string field of each object.")
+    ] = None,
+    id_field: Annotated[
+        str | None,
+        typer.Option(
+            "--id-field", help="With --field: each row's id (a string or a number; default: the line number)."
+        ),
+    ] = None,
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 32,
+    max_length: opt.MaxLength = None,
+    skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
+    device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
+    show_progress: opt.Progress = None,
+    force: opt.Force = False,
+) -> None:
+    """Index texts for search: each text's unit vector, its id and the text itself, in one HDF5 file.
+
+    \b
+    Examples:
+      defsent index notes.txt -o notes.h5
+      defsent index docs.jsonl --field text --id-field id -o docs.h5
+      cat *.txt | defsent index -m ckpt/ -o corpus.h5
+      defsent search --index notes.h5 "a pot for boiling water"
+
+    Under torchrun the processes share the encoding and rank 0 writes.
+    """
+    from ..formats.index import check_index_path
+    from ..formats.plain import plain_check
+    from ..io import read_records
+    from ..serve.search import build_index
+
+    check_output(check_index_path(output), force)
+    sources = [str(p) for p in texts] if texts else ["-"]
+    if sources.count("-") > 1:
+        raise DefsentError("stdin ('-') can be read only once")
+    if sources == ["-"] and sys.stdin.isatty():
+        raise DefsentError("no input: give text files, or pipe texts into stdin")
+    from_stdin = distributed.active() and "-" in sources
+    ids: list = []
+    lines: list[str] = []
+    if distributed.is_main() or not from_stdin:
+        check = (
+            None if field is not None else plain_check("; pass --field NAME to index one string field of each object")
+        )
+        ids, lines = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check)
+        if not lines:
+            where = "stdin" if sources == ["-"] else ", ".join(sources)
+            raise DefsentError(f"no texts in {where}: nothing to index")
+    loaded = opt.load(model, device, runtime, precision)
+    extra = {"source_field": field or "", "id_field": id_field or ""}
+    with distributed.session(loaded.device):
+        if from_stdin:
+            ids, lines = distributed.broadcast_object((ids, lines))
+        summary = build_index(
+            lines,
+            ids,
+            loaded,
+            output,
+            pooling=opt.value(pooling),
+            batch_size=batch_size,
+            max_length=max_length,
+            show_progress=show_progress,
+            source=",".join(sources),
+            extra_attrs=extra,
+        )
+    if summary is not None:
+        say(
+            f"wrote {output}: {summary.rows:,} texts x {summary.dim} dims ({summary.pooling} pooling, "
+            f"{summary.runtime}; unit vectors: scores are cosines)"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("index")(guard(index_command))

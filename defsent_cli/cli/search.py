@@ -1,0 +1,143 @@
+"""``defsent search``: the top-k rows of a text index (your texts) or an entry bank (the reverse dictionary)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..console import say
+from ..errors import DefsentError
+from ..io import read_texts, write_stdout
+from ..log import note
+from . import options as opt
+from .boundary import guard
+
+SimilarityName = opt.choices("SimilarityName", ("cosine", "dot"))
+Similarity = Annotated[
+    SimilarityName,
+    typer.Option(
+        "--similarity",
+        help="cosine, or dot: a bank's raw dot products (lookup's and training's score). An index holds unit "
+        "vectors, so its scores are cosines either way.",
+    ),
+]
+CollectionModel = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="The model of the queries: a folder or a Hub name. Default: the model the index or bank records (its "
+        "encoder), else $DEFSENT_MODEL, else the bundled all-MiniLM-L6-v2.",
+        show_default=False,
+    ),
+]
+Dictionary = Annotated[
+    Path | None,
+    typer.Option(
+        "--dictionary",
+        help="With a bank: the dictionary .jsonl whose definitions the hits show (default: the one the bank "
+        "records, when it is still there unchanged).",
+        show_default=False,
+    ),
+]
+
+
+def collection_model(model: Path | None, collection: Path) -> Path:
+    """The model for a collection's queries: ``-m`` (a folder or a Hub name), else the encoder the file records
+    (said in a note), else $DEFSENT_MODEL or the bundled model (said too)."""
+    from ..encoder.hub import resolve_model
+    from ..serve.search import recorded_model
+
+    if model is not None:
+        return model if Path(model).is_dir() else resolve_model(str(model))
+    found = recorded_model(collection)
+    if found is not None:
+        note(f"model: {found} (the one {collection} was built with; -m chooses another)")
+        return found
+    from ..encoder.models import default_model
+
+    folder, source = default_model()
+    note(f"model: {folder} ({source}; {collection} records no model folder that is still there; -m chooses another)")
+    return resolve_model(str(folder))
+
+
+def open_collection(path, model, similarity, batch_size, pooling, device, runtime, precision, dictionary=None):
+    """The index or bank at ``path`` with its query encoder, loaded (:mod:`defsent_cli.serve.search`)."""
+    from ..serve.search import bank_collection, index_collection, open_collection_file
+
+    file = open_collection_file(path)
+    loaded = opt.load(collection_model(model, path), device, runtime, precision)
+    if file.kind == "index":
+        if dictionary is not None:
+            raise DefsentError("--dictionary gives a bank's definitions; an index holds its own texts")
+        return index_collection(file, loaded, batch_size, opt.value(pooling))
+    return bank_collection(file, loaded, opt.value(similarity), batch_size, opt.value(pooling), dictionary)
+
+
+def search_command(
+    queries: Annotated[
+        list[str] | None, typer.Argument(metavar="QUERIES", help="What to search for; none: one per line on stdin.")
+    ] = None,
+    index: Annotated[
+        Path,
+        typer.Option(
+            "--index", help="A text index (defsent index) or an entry bank (embed-entries).", show_default=False
+        ),
+    ] = ...,
+    k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Hits to show per query.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query on stdout.")] = False,
+    model: CollectionModel = None,
+    similarity: Similarity = SimilarityName("cosine"),
+    dictionary: Dictionary = None,
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 32,
+    device: opt.Device = "auto",
+    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
+    precision: opt.Precision = opt.PRECISION_DEFAULT,
+) -> None:
+    """Search a text index or an entry bank: the k rows most similar to each query, best first (exact search).
+
+    \b
+    Examples:
+      defsent search --index notes.h5 "a pot for boiling water"
+      defsent search --index bank.h5 -k 3 --json "a baby pig"
+      defsent search --index docs.h5 -m ckpt/ < queries.txt
+
+    Scores are cosines unless --similarity dot (a bank's raw dot products); the line on stderr says which.
+    """
+    if queries:
+        for number, query in enumerate(queries, 1):
+            if not query.strip():
+                raise DefsentError(f"query {number} is blank; give something to search for")
+    else:
+        if sys.stdin.isatty():
+            raise DefsentError("no query: pass queries as arguments or one per line on stdin")
+        queries = read_texts(["-"], skip_blank=True)
+        if not queries:
+            raise DefsentError("no query on stdin (only blank lines or nothing)")
+    collection = open_collection(index, model, similarity, batch_size, pooling, device, runtime, precision, dictionary)
+    found = collection.search(queries, k)
+    lines = []
+    for query, hits in zip(queries, found, strict=True):
+        if as_json:
+            row = {"query": query, "kind": collection.kind, "similarity": collection.score_kind, "results": hits}
+            lines.append(json.dumps(row, ensure_ascii=False))
+            continue
+        lines.append(query)
+        for rank, hit in enumerate(hits, 1):
+            label = hit["entry"] if collection.kind == "bank" else f"[{hit['id']}] {hit['text']}"
+            lines.append(f"  {rank:>2}. {label}\t{hit['score']:.4f}")
+    write_stdout("".join(line + "\n" for line in lines))
+    what = "rows of the index" if collection.kind == "index" else "entries of the bank"
+    if collection.score_kind == "cosine":
+        say(f"scores are cosine similarities of each query's vector with the {what} (exact search)")
+    else:
+        say(f"scores are dot products of each query's vector with the {what}, not cosines (exact search)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(guard(search_command))

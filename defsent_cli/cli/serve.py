@@ -1,0 +1,210 @@
+"""``defsent serve``: the model behind an HTTP API (OpenAI's embeddings, search, the reverse dictionary) and a
+page in the browser (docs/serve.md)."""
+
+from __future__ import annotations
+
+import errno
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..console import say
+from ..errors import DefsentError
+from . import options as opt
+from .boundary import guard
+from .search import Dictionary, Similarity, SimilarityName
+
+ServeRuntime = opt.choices("ServeRuntime", ("auto", "torch", "onnx"))
+ServePrecision = opt.choices("ServePrecision", ("auto", "fp32", "tf32", "fp16", "bf16", "int8"))
+
+
+def choose_runtime(runtime: str, precision: str, device: str) -> tuple[str, str]:
+    """``auto``: the fastest here: on a CUDA GPU torch in fp16; on the CPU ONNX Runtime in int8 when it is
+    installed (the ``onnx`` extra), else torch fp32."""
+    if runtime != "auto" and precision != "auto":
+        return runtime, precision
+    import torch
+
+    gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    if runtime == "auto":
+        if gpu or precision in ("tf32", "fp16", "bf16"):
+            runtime = "torch"
+        else:
+            try:
+                import onnxruntime  # noqa: F401
+            except ImportError:
+                runtime = "torch"
+            else:
+                runtime = "onnx"
+    if precision == "auto":
+        precision = "int8" if runtime == "onnx" else ("fp16" if gpu else "fp32")
+    return runtime, precision
+
+
+def model_name(folder: Path) -> str:
+    """The name the API reports: the model folder's (its parent's for a folder named 'model', as the bundled one)."""
+    return folder.parent.name if folder.name == "model" and folder.parent.name else folder.name or str(folder)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the model loads: a port in use is a one-line error at once."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise DefsentError(f"--host {host}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        why = "the port is in use; pick another with --port" if exc.errno == errno.EADDRINUSE else exc.strerror
+        error = DefsentError(f"cannot listen on {host}:{port}: {why}")
+        error.exit_code = 1
+        raise error from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_command(
+    model: opt.Model = None,
+    bank: Annotated[
+        Path | None,
+        typer.Option("--bank", help="An entry bank (.h5): the reverse dictionary at /v1/lookup and on the page."),
+    ] = None,
+    index: Annotated[
+        Path | None, typer.Option("--index", help="A text index (defsent index): /v1/search and the search page.")
+    ] = None,
+    dictionary: Dictionary = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface; mind --api-key).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="DEFSENT_API_KEY",
+            help="Require 'Authorization: Bearer KEY' on /v1/* and /metrics.",
+            show_default=False,
+        ),
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin", help="Allow browser pages of this origin to call the API (repeat; default none)."
+        ),
+    ] = None,
+    max_batch: Annotated[
+        int, typer.Option("--max-batch", min=1, help="Texts encoded together at most (dynamic batching).")
+    ] = 64,
+    max_wait_ms: Annotated[
+        float,
+        typer.Option(
+            "--max-wait-ms", callback=opt.NON_NEGATIVE, help="How long a batch waits for more requests to join it."
+        ),
+    ] = 2.0,
+    max_queue: Annotated[
+        int, typer.Option("--max-queue", min=1, help="Requests waiting at most; more are answered 503 (Retry-After).")
+    ] = 256,
+    max_inputs: Annotated[
+        int, typer.Option("--max-inputs", min=1, help="Texts per request at most (more: 413).")
+    ] = 256,
+    max_chars: Annotated[
+        int, typer.Option("--max-chars", min=1, help="Characters per text at most (more: 400).")
+    ] = 8192,
+    max_k: Annotated[int, typer.Option("--max-k", min=1, help="Hits per query at most (search, lookup).")] = 100,
+    drain_seconds: Annotated[
+        float,
+        typer.Option(
+            "--drain-seconds",
+            callback=opt.POSITIVE,
+            help="On SIGTERM or Ctrl-C: how long requests in flight may finish.",
+        ),
+    ] = 30.0,
+    similarity: Similarity = SimilarityName("cosine"),
+    pooling: opt.Pooling = None,
+    batch_size: opt.BatchSize = 32,
+    device: opt.Device = "auto",
+    runtime: Annotated[
+        ServeRuntime,
+        typer.Option(
+            "--runtime", help="auto (the fastest here: ONNX int8 on a CPU, torch fp16 on a GPU), torch or onnx."
+        ),
+    ] = ServeRuntime("auto"),
+    precision: Annotated[
+        ServePrecision, typer.Option("--precision", help="auto, fp32, tf32, fp16, bf16 or int8 (see encode).")
+    ] = ServePrecision("auto"),
+) -> None:
+    """Serve the model over HTTP: OpenAI's embeddings API, search, the reverse dictionary and its page.
+
+    \b
+    Examples:
+      defsent serve -m ckpt/ --bank bank.h5
+      defsent serve --index notes.h5 --port 8080 --api-key "$KEY"
+      curl -s localhost:8000/v1/embeddings -H 'Content-Type: application/json' \\
+          -d '{"input": ["a baby pig"], "model": "defsent"}'
+
+    Listens on 127.0.0.1 unless --host says otherwise; SIGTERM or Ctrl-C stops taking requests and finishes those
+    in flight. docs/serve.md has the API, the limits and the metrics.
+    """
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError:
+        raise DefsentError("defsent serve needs FastAPI and uvicorn: pip install 'defsent-cli[serve]'") from None
+    from ..encoder.onnx_runtime import describe
+    from ..formats.bank import open_bank
+    from ..formats.index import open_index
+    from ..serve.app import Security, create_app
+    from ..serve.engine import Engine, Limits
+    from ..serve.search import bank_collection, index_collection
+
+    if index is not None:
+        index_file = open_index(index)
+    if bank is not None:
+        bank_file = open_bank(bank)
+    if dictionary is not None and bank is None:
+        raise DefsentError("--dictionary gives the bank's definitions: pass --bank too")
+    runtime_name, precision_name = choose_runtime(opt.value(runtime), opt.value(precision), device)
+    sock = listen(host, port)
+    try:
+        loaded = opt.load(model, device, runtime_name, precision_name)
+        spec = opt.encode_spec(opt.value(pooling))
+        encoder = spec.resolve(loaded, batch_size=batch_size, show_progress=False)
+        bank_search = index_search = None
+        if bank is not None:
+            bank_search = bank_collection(bank_file.load(), loaded, opt.value(similarity), batch_size, None, dictionary)
+        if index is not None:
+            index_search = index_collection(index_file, loaded, batch_size)
+        limits = Limits(max_inputs, max_chars, max_k, max_batch, max_wait_ms / 1000.0, max_queue)
+        engine = Engine(encoder, model_name(Path(model)), limits, bank_search, index_search)
+        app = create_app(engine, Security(api_key, list(cors_origin or [])))
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=drain_seconds,
+            server_header=False,
+        )
+        bound = sock.getsockname()
+        served = (
+            ", ".join(what for what, there in (("a bank", bank), ("an index", index)) if there is not None)
+            or "embeddings only"
+        )
+        say(
+            f"serving {loaded.path} ({describe(loaded)}, {loaded.dim} dims; {served}) on http://{host}:{bound[1]}/ "
+            f"({'API key required' if api_key else 'no API key'}); Ctrl-C or SIGTERM stops it"
+        )
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(guard(serve_command))

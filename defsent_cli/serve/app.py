@@ -1,0 +1,310 @@
+"""The HTTP API of ``defsent serve`` (FastAPI on uvicorn; docs/serve.md).
+
+- ``POST /v1/embeddings``: OpenAI's embeddings API (``input`` a string or a list of strings, ``encoding_format``
+  float or base64, ``usage`` token counts, OpenAI's error object and status codes);
+- ``POST /v1/lookup`` (the reverse dictionary over the served bank), ``POST /v1/search`` (the served index);
+- ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /v1/models``, and ``GET /``: the page.
+
+Every error is a JSON object ``{"error": {"message", "type", "param", "code"}}``, never a traceback: 400 a bad
+request or a text over ``max_chars``, 401 a wrong API key, 404 an unknown path or a collection not served, 413 more
+than ``max_inputs`` texts, 503 (with ``Retry-After``) a full queue, 500 a failure inside (logged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .batcher import QueueFull
+from .engine import Engine
+from .page import page_html
+
+logger = logging.getLogger("defsent")
+
+
+@dataclass
+class Security:
+    api_key: str | None = None
+    cors_origins: list[str] = field(default_factory=list)
+
+
+class ApiError(Exception):
+    def __init__(
+        self, status: int, message: str, kind: str = "invalid_request_error", param=None, code=None, headers=None
+    ):
+        super().__init__(message)
+        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
+        self.headers = headers
+
+
+def error_body(message: str, kind: str = "invalid_request_error", param=None, code=None) -> dict:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def error_response(exc: ApiError, headers: dict | None = None) -> JSONResponse:
+    headers = headers or exc.headers
+    return JSONResponse(error_body(exc.message, exc.kind, exc.param, exc.code), exc.status, headers=headers)
+
+
+class Gate:
+    """Pure ASGI middleware: the API key (``Authorization: Bearer KEY`` on /v1/* and /metrics) and the metrics of
+    every request (route, status, latency)."""
+
+    def __init__(self, app, engine: Engine, api_key: str | None):
+        self.app, self.engine, self.api_key = app, engine, api_key
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path, start, status = scope["path"], time.perf_counter(), {"code": 500}
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        self.engine.in_flight += 1
+        try:
+            if self.api_key and (path.startswith("/v1/") or path == "/metrics") and not self._authorised(scope):
+                bad = ApiError(
+                    401, "Incorrect API key provided: pass it as 'Authorization: Bearer KEY'.", code="invalid_api_key"
+                )
+                await error_response(bad, {"WWW-Authenticate": "Bearer"})(scope, receive, sending)
+                return
+            await self.app(scope, receive, sending)
+        finally:
+            self.engine.in_flight -= 1
+            self.engine.metrics.observe_request(path, status["code"], time.perf_counter() - start)
+
+    def _authorised(self, scope) -> bool:
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        scheme, _, given = header.partition(" ")
+        return scheme.lower() == "bearer" and secrets.compare_digest(given.strip().encode(), self.api_key.encode())
+
+
+async def _until_disconnect(request: Request) -> None:
+    """Returns when the client has gone (the request body was read already)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def answer_or_leave(request: Request, future: asyncio.Future):
+    """The batcher's answer, or (the client gone first) the future cancelled, freeing its place in the queue."""
+    watch = asyncio.ensure_future(_until_disconnect(request))
+    try:
+        done, _ = await asyncio.wait({future, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if future not in done:
+        future.cancel()
+        raise ApiError(499, "client closed the request")
+    return future.result()
+
+
+async def read_json(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        raise ApiError(400, "the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    return body
+
+
+def texts_of(body: dict, name: str, engine: Engine) -> list[str]:
+    """``body[name]``: a string or a non-empty list of strings, within the limits (413: too many; 400: too long)."""
+    limits = engine.limits
+    if name not in body:
+        raise ApiError(400, f"'{name}' is a required property", param=name)
+    value = body[name]
+    single = isinstance(value, str)
+    items = [value] if single else value
+    if not isinstance(items, list) or not items:
+        raise ApiError(400, f"'{name}' must be a string or a non-empty array of strings", param=name)
+    if not all(isinstance(item, str) for item in items):
+        raise ApiError(
+            400, f"'{name}' must be a string or an array of strings (token arrays are not supported)", param=name
+        )
+    if len(items) > limits.max_inputs:
+        raise ApiError(
+            413,
+            f"'{name}' has {len(items)} items; this server takes at most {limits.max_inputs} per request (--max-inputs)",
+            param=name,
+            code="too_many_inputs",
+        )
+    for number, item in enumerate(items):
+        if not item.strip():
+            raise ApiError(400, f"'{name}'[{number}] is empty", param=name)
+        if len(item) > limits.max_chars:
+            raise ApiError(
+                400,
+                f"'{name}'[{number}] has {len(item)} characters; this server takes at most {limits.max_chars} "
+                "(--max-chars)",
+                param=name,
+                code="input_too_long",
+            )
+    return items
+
+
+def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
+    security = security or Security()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        engine.start()
+        try:
+            yield
+        finally:
+            await engine.stop()
+
+    app = FastAPI(title="defsent", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request, exc: ApiError):
+        return error_response(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request, exc: StarletteHTTPException):
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        message = f"no route {request.method} {request.url.path}" if exc.status_code in (404, 405) else str(exc.detail)
+        return JSONResponse(error_body(message, kind), exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _failure(request, exc: Exception):
+        logger.warning(f"{request.method} {request.url.path} failed: {type(exc).__name__}: {exc}")
+        return JSONResponse(error_body("the server failed on this request; see its log", "server_error"), 500)
+
+    async def batched(name: str, request: Request, texts: list[str]):
+        try:
+            future = engine.batchers[name].submit(texts)
+        except QueueFull:
+            engine.metrics.rejected += 1
+            raise ApiError(
+                503,
+                "the server is busy (its queue is full); retry shortly",
+                "server_error",
+                code="overloaded",
+                headers={"Retry-After": "1"},
+            ) from None
+        return await answer_or_leave(request, future)
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request):
+        body = await read_json(request)
+        texts = texts_of(body, "input", engine)
+        fmt = body.get("encoding_format") or "float"
+        if fmt not in ("float", "base64"):
+            raise ApiError(400, f"encoding_format must be 'float' or 'base64', not {fmt!r}", param="encoding_format")
+        dimensions = body.get("dimensions")
+        if dimensions is not None and dimensions != engine.dim:
+            raise ApiError(
+                400,
+                f"this model's embeddings have {engine.dim} dimensions; 'dimensions' {dimensions!r} is not supported",
+                param="dimensions",
+            )
+        model = body.get("model")
+        if model is not None and not isinstance(model, str):
+            raise ApiError(400, "'model' must be a string", param="model")
+        results = await batched("embeddings", request, texts)
+        data, tokens = [], 0
+        for number, (vector, count) in enumerate(results):
+            row = np.asarray(vector, dtype="<f4")
+            value = base64.b64encode(row.tobytes()).decode("ascii") if fmt == "base64" else row.tolist()
+            data.append({"object": "embedding", "index": number, "embedding": value})
+            tokens += int(count)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return {"object": "list", "data": data, "model": engine.model_name, "usage": usage}
+
+    async def search_route(which: str, request: Request):
+        collection = engine.bank if which == "lookup" else engine.index
+        if collection is None:
+            what = (
+                "no bank is served (start the server with --bank BANK.h5)"
+                if which == "lookup"
+                else ("no index is served (start the server with --index INDEX.h5)")
+            )
+            raise ApiError(404, what, "not_found_error")
+        body = await read_json(request)
+        queries = texts_of(body, "query", engine)
+        k = body.get("k", 10)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= engine.limits.max_k:
+            raise ApiError(400, f"'k' must be a whole number from 1 to {engine.limits.max_k}", param="k")
+
+        async def wait(future):
+            return await answer_or_leave(request, future)
+
+        try:
+            found = await engine.search(which, queries, k, wait)
+        except QueueFull:
+            engine.metrics.rejected += 1
+            raise ApiError(
+                503,
+                "the server is busy (its queue is full); retry shortly",
+                "server_error",
+                code="overloaded",
+                headers={"Retry-After": "1"},
+            ) from None
+        rows = [{"query": q, "results": hits} for q, hits in zip(queries, found, strict=True)]
+        return {"object": "list", "kind": collection.kind, "similarity": collection.score_kind, "data": rows}
+
+    @app.post("/v1/lookup")
+    async def lookup(request: Request):
+        return await search_route("lookup", request)
+
+    @app.post("/v1/search")
+    async def search(request: Request):
+        return await search_route("search", request)
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": engine.model_name, "object": "model", "owned_by": "defsent"}]}
+
+    @app.get("/health")
+    async def health():
+        return {
+            "status": "ok",
+            "model": engine.model_name,
+            "dim": engine.dim,
+            "bank": engine.bank is not None,
+            "index": engine.index is not None,
+            "auth": bool(security.api_key),
+            "queue_depth": engine.queue_depth(),
+        }
+
+    @app.get("/metrics")
+    async def metrics():
+        return PlainTextResponse(engine.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/")
+    async def page():
+        html = page_html(engine.bank is not None, engine.index is not None, bool(security.api_key), engine.model_name)
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+    @app.get("/favicon.ico")
+    async def favicon():
+        return Response(status_code=204)
+
+    wrapped = Gate(app, engine, security.api_key)
+    if security.cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        return CORSMiddleware(
+            wrapped,
+            allow_origins=security.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    return wrapped

@@ -1,0 +1,263 @@
+"""Text indexes and exact search: ``defsent index`` (:func:`build_index`), ``defsent search`` and the server's
+``/v1/search`` and ``/v1/lookup`` (:class:`Collection`).
+
+A collection is what is searched, with the encoder of its queries:
+
+- a text index (:mod:`defsent_cli.formats.index`): its rows are the unit vectors of the texts under the model and
+  pooling it records, the queries are encoded the same way, and a dot product is the cosine;
+- an entry bank (the reverse dictionary): the queries are encoded as ``lookup`` encodes them (a trained
+  checkpoint's pooling and head; else the pooling of the bank's kind), and scored against every entry's row by
+  cosine (default) or by dot product (``lookup``'s and training's score).
+
+The search is exact: every row is scored, a chunk at a time (``evaluation/bank_search.top_k``), so memory holds
+one chunk of rows whatever the size of the collection.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__, distributed
+from ..errors import DefsentError
+from ..formats.bank import BANK_FORMAT, BankFile, open_bank
+from ..formats.index import INDEX_FORMAT, IndexFile, file_format, index_output, open_index
+from ..log import note, warn
+
+SIMILARITIES = ("cosine", "dot")
+#: Texts encoded per step while an index is built: the vectors of one chunk are in memory at a time.
+CHUNK_TEXTS = 16384
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+# ---------------------------------------------------------------- building an index
+
+
+@dataclass
+class IndexSummary:
+    rows: int
+    dim: int
+    pooling: str
+    runtime: str
+
+
+def build_index(
+    texts: Sequence[str],
+    ids: Sequence,
+    loaded,
+    output: str | Path,
+    pooling: str | None = None,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    show_progress: bool | None = None,
+    source: str = "-",
+    extra_attrs: dict | None = None,
+    chunk_texts: int = CHUNK_TEXTS,
+) -> IndexSummary | None:
+    """Encode ``texts`` (rows in order, each with its id) into the index ``output``, ``chunk_texts`` at a time,
+    each chunk's unit vectors written as they come (:func:`~defsent_cli.formats.index.index_output`). Under
+    torchrun (inside ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other
+    ranks return None."""
+    from ..encoder.onnx_runtime import describe
+    from ..encoder.spec import Encoder
+
+    if not texts:
+        raise DefsentError("no texts to index")
+    encoder = Encoder.of(loaded, pooling, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+    main = distributed.is_main()
+    text_bytes = sum(len(t.encode("utf-8")) for t in texts)
+    attrs = {
+        "format": INDEX_FORMAT,
+        "encoder": str(Path(loaded.path).resolve()),
+        "pooling": encoder.pooling.name,
+        "max_length": int(loaded.token_limit(max_length)),
+        "normalized": True,
+        "similarity": "cosine",
+        "runtime": describe(loaded),
+        "source": source,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "defsent_version": __version__,
+        **(extra_attrs or {}),
+    }
+    out = index_output(output, len(texts), loaded.dim, text_bytes) if main else nullcontext()
+    with out as writer:
+        for start in range(0, len(texts), chunk_texts):
+            part = list(texts[start : start + chunk_texts])
+            label = f"indexing texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
+            vectors = encoder(part, description=label, shard=True)
+            if writer is not None and vectors is not None:
+                writer.write(start, list(ids[start : start + len(part)]), part, _unit(vectors))
+        if writer is not None:
+            writer.attrs.update(attrs)
+    return IndexSummary(len(texts), loaded.dim, encoder.pooling.name, describe(loaded)) if main else None
+
+
+# ---------------------------------------------------------------- what is searched
+
+
+class _UnitRows:
+    """A bank's rows scaled to unit length as they are read (cosine over a bank whose rows are not)."""
+
+    def __init__(self, bank):
+        self.bank = bank
+
+    def __len__(self) -> int:
+        return len(self.bank)
+
+    def iter_rows(self, chunk: int, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        for first, rows in self.bank.iter_rows(chunk, start, stop):
+            yield first, _unit(rows)
+
+
+def open_collection_file(path: str | Path) -> IndexFile | BankFile:
+    """A text index or an entry bank, told apart by the file's ``format`` attribute."""
+    kind = file_format(path)
+    if kind == INDEX_FORMAT:
+        return open_index(path)
+    if kind == BANK_FORMAT:
+        return open_bank(path)
+    raise DefsentError(
+        f"neither a defsent index ({INDEX_FORMAT}) nor an entry bank ({BANK_FORMAT}); build one with defsent index "
+        "or defsent embed-entries",
+        path=path,
+    )
+
+
+def recorded_model(path: str | Path) -> Path | None:
+    """The model folder an index or a bank records as its encoder, when that folder is still there."""
+    found = open_collection_file(path).attrs.get("encoder")
+    return Path(found) if isinstance(found, str) and Path(found).is_dir() else None
+
+
+@dataclass
+class Collection:
+    """An index or a bank with the encoder of its queries: ``search(queries, k)`` -> hits per query, best first."""
+
+    file: IndexFile | BankFile
+    encode_queries: object  # (texts) -> (n, d) float32
+    similarity: str = "cosine"
+    definitions: dict = field(default_factory=dict)  # entry -> its definitions (a bank with its dictionary)
+    label: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``index`` or ``bank``."""
+        return "index" if isinstance(self.file, IndexFile) else "bank"
+
+    @property
+    def path(self) -> Path:
+        return Path(self.file.source)
+
+    @property
+    def score_kind(self) -> str:
+        """What a score is: ``cosine`` (an index's rows are unit vectors, so both similarities are) or ``dot``."""
+        return "cosine" if self.kind == "index" else self.similarity
+
+    def vectors(self, queries: Sequence[str]) -> np.ndarray:
+        """The queries' vectors, as they are scored (unit length for cosine)."""
+        vectors = np.asarray(self.encode_queries(list(queries)), dtype=np.float32)
+        return _unit(vectors) if self.score_kind == "cosine" else vectors
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[dict]]:
+        """Each query vector's top ``k`` rows as dicts: an index's ``{id, text, score}``, a bank's ``{entry, score}``
+        (with ``definitions`` where the dictionary is known)."""
+        from ..evaluation.bank_search import top_k
+
+        rows = self.file if self.kind == "index" or self.similarity == "dot" else _UnitRows(self.file)
+        if len(vectors) == 0:
+            return []
+        indices, scores = top_k(vectors, rows, k)
+        width = indices.shape[1]
+        flat = indices.ravel()
+        if self.kind == "index":
+            found = [{"id": i, "text": t} for i, t in self.file.records_at(flat)]
+        else:
+            found = [{"entry": e} for e in self.file.entries_at(flat)]
+            if self.definitions:
+                for hit in found:
+                    hit["definitions"] = self.definitions.get(hit["entry"], [])
+        out = []
+        for number, values in enumerate(scores):
+            hits = found[number * width : (number + 1) * width]
+            out.append([{**hit, "score": round(float(s), 6)} for hit, s in zip(hits, values, strict=True)])
+        return out
+
+    def search(self, queries: Sequence[str], k: int = 10) -> list[list[dict]]:
+        return self.search_vectors(self.vectors(queries), k)
+
+
+def index_collection(index: IndexFile, loaded, batch_size: int = 32, pooling: str | None = None) -> Collection:
+    """An index with its queries encoded as its texts were (the pooling it records, unit length); a model other
+    than the one it records is a warning (its vectors live in another space), a model of another width an error."""
+    from ..encoder.spec import Encoder
+
+    if index.dim != loaded.dim:
+        raise DefsentError(
+            f"the index has {index.dim} dims but the model {loaded.path} has {loaded.dim}; search it with the "
+            f"model that built it ({index.attrs.get('encoder', 'recorded in the index')})",
+            path=index.source,
+        )
+    recorded = index.attrs.get("encoder")
+    if isinstance(recorded, str) and Path(recorded).resolve() != Path(loaded.path).resolve():
+        warn(f"the index was built with {recorded}, not {loaded.path}: its scores mean little with another model")
+    name = pooling or str(index.attrs.get("pooling") or "") or None
+    max_length = index.attrs.get("max_length")
+    encoder = Encoder.of(loaded, name, batch_size=batch_size, max_length=int(max_length) if max_length else None)
+    encoder.show_progress = False
+    return Collection(index, encoder, "cosine", label=str(index.source))
+
+
+def bank_collection(
+    bank: BankFile,
+    loaded,
+    similarity: str = "cosine",
+    batch_size: int = 32,
+    pooling: str | None = None,
+    dictionary: str | Path | None = None,
+) -> Collection:
+    """A bank searched as the reverse dictionary: queries encoded as ``lookup`` encodes them; ``dictionary`` (or
+    the one the bank records, when it is still there and unchanged) gives each entry's definitions."""
+    from ..evaluation.reverse_dict import query_encoder
+
+    if similarity not in SIMILARITIES:
+        raise DefsentError(f"similarity must be cosine or dot, not {similarity!r}")
+    encoder = query_encoder(loaded, bank, pooling)
+    collection = Collection(bank, lambda texts: encoder.encode(texts, batch_size), similarity, label=str(bank.source))
+    collection.definitions = bank_definitions(bank, dictionary)
+    return collection
+
+
+def bank_definitions(bank: BankFile, dictionary: str | Path | None = None) -> dict[str, list[str]]:
+    """entry -> definitions from ``dictionary``, else from the dictionary file the bank records when it is there
+    with the recorded SHA-256; {} when neither (a note says so)."""
+    from ..formats.dictionary import bank_rows
+    from ..io import sha256_file
+
+    given = dictionary is not None
+    if dictionary is None:
+        recorded = bank.attrs.get("dictionary")
+        if not isinstance(recorded, str) or not Path(recorded).is_file():
+            note(f"no definitions shown: {bank.source} records no dictionary that is still there (--dictionary)")
+            return {}
+        if sha256_file(recorded) != bank.attrs.get("dictionary_sha256"):
+            note(f"no definitions shown: {recorded} changed since {bank.source} was built (--dictionary)")
+            return {}
+        dictionary = recorded
+    dictionary = Path(dictionary)
+    if given and not dictionary.is_file():
+        raise DefsentError("no such dictionary file", path=dictionary)
+    found: dict[str, list[str]] = {}
+    for row, entry in bank_rows(dictionary, bank.splits, unique=False):
+        if row is not None:
+            found.setdefault(entry.entry, list(entry.definitions))
+    return found
