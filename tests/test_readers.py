@@ -369,3 +369,23 @@ def test_an_index_given_as_tsv_gets_a_format_that_works(cli, tmp_path, database,
         result = cli(*args, "-o", out, "--force")
         assert result.exit_code == 0, (args, result.stderr)
         assert len(rows(out)) == 12 and rows(out)[0]["sources"] == ["foldoc"]
+
+
+def test_a_definition_without_a_letter_is_dropped_from_any_source(cli, tmp_path):
+    """TSV and JSONL dictionaries too: '.', ']', '...' (punctuation alone) are no definitions; an entry left
+    with none goes; a number stays (a dozen is 12); --stats counts them by source."""
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("foo\t.\nbar\t...\nbar\tto stand at a bar\nbaz\t]\ndozen\t12\n")
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text(json.dumps({"entry": "qux", "definitions": ["...", "a kind of thing"]}) + "\n")
+    out = tmp_path / "out.jsonl"
+    result = cli("build-dict", tsv, jsonl, "--stats", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["entry"]: r["definitions"] for r in rows} == {
+        "bar": ["to stand at a bar"],
+        "dozen": ["12"],
+        "qux": ["a kind of thing"],
+    }
+    rows = {tuple(cell.strip() for cell in line.split("│")[1:4]) for line in result.stderr.splitlines() if "│" in line}
+    assert ("d", "no word in it (. ] 1.)", "3") in rows and ("-", "no word in it (. ] 1.)", "1") in rows, rows

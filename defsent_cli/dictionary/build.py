@@ -21,7 +21,7 @@ from ..errors import DefsentError
 from ..formats.dictionary import SPLITS, Entry
 from ..log import warn
 from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
-from .text import DUPLICATE, first_sentence
+from .text import ALPHANUMERIC, DUPLICATE, NO_WORD, first_sentence
 
 
 def merge(
@@ -40,7 +40,10 @@ def merge(
 
     ``origins``, when given, is filled with the source that gave each kept definition (the first source
     of the item it came first from), per casefolded entry, in definition order: :func:`.stats.source_stats`.
-    ``dropped``, when given, counts the duplicates dropped by ``(source, "duplicate")``.
+    A definition of punctuation alone (``.``, ``]``, ``...``) is no definition, from any source (the dictd and
+    glossary readers drop more: ``1.``, a sense number alone; a file of one definition a line keeps ``pi``'s
+    ``3.14159``). ``dropped``, when given, counts what was dropped by ``(source, reason)``: those (``NO_WORD``)
+    and the duplicates.
     """
     merged: dict[str, Entry] = {}
     seen_definitions: dict[str, set[str]] = {}
@@ -63,6 +66,10 @@ def merge(
         seen = seen_definitions[key]
         for k, definition in enumerate(definitions):
             definition = normalize_space(definition)
+            if definition and not ALPHANUMERIC.search(definition):  # '.', ']', '...': from any source, none
+                if dropped is not None:
+                    dropped[(sources[0] if sources else "-", NO_WORD)] += 1
+                continue
             if definition in seen and dropped is not None:
                 dropped[(sources[0] if sources else "", DUPLICATE)] += 1
             if definition and definition not in seen:

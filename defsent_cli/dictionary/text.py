@@ -44,7 +44,8 @@ DROP_REASONS = {  # the words build-dict --stats uses
     HEADWORD: "only its headword",
     DUPLICATE: "a duplicate in its entry",
 }
-_LETTER = re.compile(r"[^\W\d_]")  # a letter of any script
+LETTER = re.compile(r"[^\W\d_]")  # a letter of any script
+ALPHANUMERIC = re.compile(r"[^\W_]")  # a letter or a digit of any script
 _ENDS = " \t.,;:!?\"'()[]{}"
 
 
@@ -52,7 +53,7 @@ def not_a_definition(entry: str, definition: str) -> str | None:
     """Why a (whitespace-folded, non-empty) definition of ``entry`` is none: :data:`NO_WORD` when it holds no
     letter (FOLDOC's ``.``, GCIDE's ``]``, ``1.``), :data:`HEADWORD` when it is only the entry's own headword
     (a block holding nothing else); None for a definition."""
-    if not _LETTER.search(definition):
+    if not LETTER.search(definition):
         return NO_WORD
     if definition.strip(_ENDS).casefold() == normalize_space(entry).strip(_ENDS).casefold():
         return HEADWORD
