@@ -259,6 +259,23 @@ def hdf5_output(path: str | Path):
     write_bytes(path, buffer.getbuffer())
 
 
+@contextlib.contextmanager
+def hdf5_input(path: str | Path, what: str = "the file"):
+    """An HDF5 file open for reading; a file h5py cannot open, or a dataset it cannot read in the block, is a
+    one-line error naming ``path`` (``what`` it was meant to be: "the bank", "the index")."""
+    import h5py
+
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError as exc:
+        raise DefsentError(f"cannot read HDF5 ({exc})", path=path) from None
+    with h5:
+        try:
+            yield h5
+        except (OSError, KeyError, ValueError) as exc:
+            raise DefsentError(f"cannot read {what} ({exc})", path=path) from None
+
+
 def check_free_space(path: str | Path, needed: int) -> None:
     """Fail at once, with the full-disk error (ENOSPC, naming ``path``), when the file system that will hold
     ``path`` has fewer than ``needed`` bytes free: a long streamed write should not run for an hour first."""

@@ -329,7 +329,7 @@ CASES = [
     Case("eval-dict bank of another width", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bad["narrow_bank"]], 2, "8 dims but the model", lambda w: w.bad["narrow_bank"]),
     Case("lookup k 0", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, "-k", "0", "a pet"], 2, "--top-k"),
     Case("eval-dict bank of another dictionary", lambda w, o: ["eval-dict", w.bad["other_dict"], "-m", w.ckpt, "--bank", w.bank], 2, "another dictionary", lambda w: w.bank),
-    Case("eval-dict neither bank nor word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt], 2, "--word-head"),
+    Case("eval-dict neither bank nor word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.bert], 2, "--word-head"),
     Case("eval-dict bank and word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--word-head", "mlm"], 2, "pass one of them"),
     Case("lookup neither bank nor word head", lambda w, o: ["lookup", "-m", w.bert, "a pet"], 2, "--word-head"),
     Case("eval-dict limit 0", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--limit", "0"], 2, "--limit"),

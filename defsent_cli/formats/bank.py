@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_output, hdf5_stream, is_stdout, refuse_stdout, reserve_space, sha256_file
+from ..io import hdf5_input, hdf5_output, hdf5_stream, is_stdout, refuse_stdout, reserve_space, sha256_file
 from .dictionary import SPLITS, bank_rows
 
 if TYPE_CHECKING:  # numpy (and h5py) only where a bank is read or written: `embed-entries --help` lists KINDS
@@ -179,7 +179,7 @@ class BankFile(BankHeader):
         import numpy as np
 
         stop = self.n if stop is None else stop
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[start:stop])
         _check_finite(vectors, self.source, dtype, lambda local: self._stored(start + local))
         return vectors
@@ -191,7 +191,7 @@ class BankFile(BankHeader):
         import numpy as np
 
         stop = self.n if stop is None else stop
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             source = h5["vectors"].astype(np.dtype(dtype))
             for first in range(start, stop, chunk):
                 vectors = np.asarray(source[first : min(first + chunk, stop)])
@@ -200,7 +200,7 @@ class BankFile(BankHeader):
 
     def iter_entries(self, chunk: int = READ_ROWS) -> Iterator[str]:
         """The entry strings in row order, read ``chunk`` at a time."""
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             for first in range(0, self.n, chunk):
                 yield from _strings(h5["entries"][first : first + chunk])
 
@@ -210,7 +210,7 @@ class BankFile(BankHeader):
 
         rows = np.asarray(rows, dtype=np.int64).ravel()
         unique, where = np.unique(rows, return_inverse=True)
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             found = _strings(h5["entries"][unique]) if unique.size else []
         return [found[i] for i in where]
 
@@ -222,7 +222,7 @@ class BankFile(BankHeader):
         unique, where = np.unique(rows, return_inverse=True)
         if not unique.size:
             return np.zeros((0, self.dim), dtype=np.dtype(dtype))
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             vectors = np.asarray(h5["vectors"].astype(np.dtype(dtype))[unique])
         _check_finite(vectors, self.source, dtype, lambda local: self._stored(unique[local]))
         return vectors[where]
@@ -231,7 +231,7 @@ class BankFile(BankHeader):
         """These rows (sorted file row numbers) as the file stores them (float32 as a rule), unconverted."""
         import numpy as np
 
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             return np.asarray(h5["vectors"][np.asarray(rows, dtype=np.int64)])
 
     def part(self, start: int = 0, stop: int | None = None, dtype="float32") -> Bank:
@@ -239,7 +239,7 @@ class BankFile(BankHeader):
         import numpy as np
 
         stop = self.n if stop is None else stop
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the bank") as h5:
             entries = _strings(h5["entries"][start:stop])
             counts = np.asarray(h5["counts"][start:stop], dtype=np.int32)
         return Bank(entries, self.rows(start, stop, dtype), counts, dict(self.attrs), source=self.source)
@@ -280,22 +280,6 @@ def _check_finite(vectors: np.ndarray, path: Path, dtype="float32", stored=None,
     raise DefsentError(f"bank has {len(bad)} row(s) with NaN or infinite values; rebuild it", path=path)
 
 
-@contextlib.contextmanager
-def _reading(path: Path):
-    """The bank's HDF5 file open for reading; a file h5py cannot read is a one-line error naming it."""
-    import h5py
-
-    try:
-        h5 = h5py.File(path, "r")
-    except OSError as exc:
-        raise DefsentError(f"cannot read HDF5 ({exc})", path=path) from None
-    with h5:
-        try:
-            yield h5
-        except (OSError, KeyError) as exc:
-            raise DefsentError(f"cannot read the bank ({exc})", path=path) from None
-
-
 def open_bank(path: str | Path) -> BankFile:
     """Open a bank written by :func:`write_bank` or :func:`bank_output` without reading its vectors; anything
     else is a one-line error naming the file."""
@@ -304,7 +288,7 @@ def open_bank(path: str | Path) -> BankFile:
     path = Path(path)
     if not path.is_file():
         raise DefsentError("no such bank file", path=path)
-    with _reading(path) as h5:
+    with hdf5_input(path, "the bank") as h5:
         if h5.attrs.get("format") != BANK_FORMAT:
             raise DefsentError(f"not a defsent bank (format attribute is not {BANK_FORMAT!r})", path=path)
         missing = [name for name in ("entries", "vectors", "counts") if name not in h5]

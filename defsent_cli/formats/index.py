@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_stream, is_stdout, refuse_stdout, reserve_space
+from ..io import hdf5_input, hdf5_stream, is_stdout, refuse_stdout, reserve_space
 
 if TYPE_CHECKING:  # numpy and h5py only where an index is read or written
     import numpy as np
@@ -104,7 +104,7 @@ class IndexFile:
         import numpy as np
 
         stop = self.n if stop is None else stop
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the index") as h5:
             for first in range(start, stop, chunk):
                 yield first, np.asarray(h5["vectors"][first : min(first + chunk, stop)], dtype=np.float32)
 
@@ -115,7 +115,7 @@ class IndexFile:
         unique, where = np.unique(rows, return_inverse=True)
         if not unique.size:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the index") as h5:
             return np.asarray(h5["vectors"][unique], dtype=np.float32)[where]
 
     def records_at(self, rows) -> list[tuple[object, str]]:
@@ -126,7 +126,7 @@ class IndexFile:
         unique, where = np.unique(rows, return_inverse=True)
         if not unique.size:
             return []
-        with _reading(self.source) as h5:
+        with hdf5_input(self.source, "the index") as h5:
             ids = [json.loads(_text(v)) for v in h5["ids"][unique]]
             texts = [_text(v) for v in h5["texts"][unique]]
         return [(ids[i], texts[i]) for i in where]
@@ -136,21 +136,6 @@ def _text(value) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-@contextlib.contextmanager
-def _reading(path: Path):
-    import h5py
-
-    try:
-        h5 = h5py.File(path, "r")
-    except OSError as exc:
-        raise DefsentError(f"cannot read HDF5 ({exc})", path=path) from None
-    with h5:
-        try:
-            yield h5
-        except (OSError, KeyError, ValueError) as exc:
-            raise DefsentError(f"cannot read the index ({exc})", path=path) from None
-
-
 def file_format(path: str | Path) -> str:
     """The ``format`` attribute of an HDF5 file (a bank's or an index's); a missing or unreadable file is an error."""
     path = Path(path)
@@ -158,7 +143,7 @@ def file_format(path: str | Path) -> str:
         raise DefsentError("no such file", path=path)
     if not path.is_file():
         raise DefsentError("is a folder, expected an index or bank file (.h5)", path=path)
-    with _reading(path) as h5:
+    with hdf5_input(path, "the index") as h5:
         return str(h5.attrs.get("format", ""))
 
 
@@ -169,7 +154,7 @@ def open_index(path: str | Path) -> IndexFile:
     path = Path(path)
     if not path.is_file():
         raise DefsentError("no such index file", path=path)
-    with _reading(path) as h5:
+    with hdf5_input(path, "the index") as h5:
         if h5.attrs.get("format") != INDEX_FORMAT:
             raise DefsentError(f"not a defsent index (format attribute is not {INDEX_FORMAT!r})", path=path)
         missing = [name for name in ("ids", "texts", "vectors") if name not in h5]
