@@ -352,6 +352,13 @@ CASES = [
     Case("encode post-file reshaped", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bad["reshaped_post"], "-o", _o(o, "v.npy")], 2, "damaged post-processing file", lambda w: w.bad["reshaped_post"]),
     Case("inspect one path for both outputs", lambda w, o: ["inspect", w.bank, "-o", _o(o, "same.svg"), "--plot", _o(o, "same.svg")], 2, "same path", lambda w: "same.svg"),
     Case("encode output is a folder", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o, "--force"], 2, "is a folder"),
+    # ------------------------------------------------------------------ index, search, serve
+    Case("index missing texts", lambda w, o: ["index", w.missing, "-m", w.bert, "-o", _o(o, "i.h5")], 2, "no such file", lambda w: w.missing),
+    Case("index of a dictionary as text", lambda w, o: ["index", w.bad["dict_txt"], "-m", w.bert, "-o", _o(o, "i.h5")], 2, "not plain text", lambda w: w.bad["dict_txt"]),
+    Case("index to stdout", lambda w, o: ["index", w.texts, "-m", w.bert, "-o", "-"], 2, "standard output"),
+    Case("search missing index", lambda w, o: ["search", "--index", w.missing, "a query"], 2, "no such file", lambda w: w.missing),
+    Case("search a text file as the index", lambda w, o: ["search", "--index", w.texts, "a query"], 2, "cannot read HDF5", lambda w: w.texts),
+    Case("serve missing bank", lambda w, o: ["serve", "-m", w.bert, "--bank", w.missing], 2, "no such bank file", lambda w: w.missing),
     # ------------------------------------------------------------------ eval-sts, eval-senteval, fit-post, ditto-search
     Case("eval-sts no data", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.missing], 2, "data folder not found", lambda w: w.missing),
     Case("eval-sts unknown task", lambda w, o: ["eval-sts", "-m", w.bert, "--data", w.data, "--tasks", "STS99"], 2, "unknown STS task"),

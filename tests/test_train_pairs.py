@@ -78,8 +78,10 @@ def test_train_pairs_keeps_the_best_epoch_and_writes_a_sentence_transformers_mod
     assert "a bi-encoder trained on scored sentence pairs" in card and "| training pairs | 10 |" in card
     from sentence_transformers import SentenceTransformer
 
-    assert cli("encode", "-m", out, "-i", pairs, "-o", tmp_path / "v.npy").exit_code == 0
-    expected = SentenceTransformer(str(out), device="cpu").encode([f"{PAIRS[0][0]}\t{PAIRS[0][1]}\t0.0"])
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text(f"{PAIRS[0][0]}\n{PAIRS[0][1]}\n")  # a pairs file is no plain text: encode refuses it
+    assert cli("encode", "-m", out, "-i", sentences, "-o", tmp_path / "v.npy").exit_code == 0
+    expected = SentenceTransformer(str(out), device="cpu").encode([PAIRS[0][0]])
     assert np.allclose(np.load(tmp_path / "v.npy")[0], expected[0], atol=1e-5)
 
 

@@ -116,9 +116,9 @@ def encode_command(
     if not sentences and sources == ["-"] and sys.stdin.isatty():
         raise DefsentError("no input: give texts as arguments, pipe sentences into stdin, or pass --input FILE")
     to_stdout = output is None or is_stdout(output)
-    chosen = output_format(output, opt.value(fmt), similarity)
     if not to_stdout:
         check_output(output, force)
+    chosen = output_format(output, opt.value(fmt), similarity)
     # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
     from_stdin = distributed.active() and "-" in sources and not sentences
     texts: list[str] = []
