@@ -92,3 +92,17 @@ def test_a_bad_byte_on_stdin_and_in_a_file_is_reported_on_its_line_by_the_comman
     result = cli("encode", "-m", tiny_bert, "-i", path, "-o", tmp_path / "v.npy")
     assert result.exit_code == 2 and result.stderr.startswith(f"error: {path}:1000: not valid utf-8"), result.stderr
     assert not (tmp_path / "v.npy").exists()
+
+
+def test_queries_on_stdin_are_plain_text_too(cli, tiny_bert, tiny_dict, tmp_path):
+    """lookup's definitions and search's queries, read from stdin, refuse a dictionary piped in by mistake."""
+    bank, index, texts = tmp_path / "bank.h5", tmp_path / "corpus.h5", tmp_path / "texts.txt"
+    write(texts, CORPUS)
+    assert cli("embed-entries", tiny_dict, "-m", tiny_bert, "-o", bank, "--device", "cpu").exit_code == 0
+    assert cli("index", texts, "-m", tiny_bert, "-o", index, "--device", "cpu").exit_code == 0
+    piped = tiny_dict.read_text()
+    for args in (["lookup", "-m", tiny_bert, "--bank", bank], ["search", "--index", index]):
+        result = cli(*args, input=piped)
+        assert result.exit_code == 2 and result.stdout == "", result.stderr
+        assert result.stderr.startswith("error: <stdin>:1: is a dictionary JSONL"), result.stderr
+        assert cli(*args, input="a pet that barks\n").exit_code == 0

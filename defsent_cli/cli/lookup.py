@@ -118,7 +118,11 @@ def lookup_command(
     else:
         if sys.stdin.isatty():
             raise DefsentError("no query: pass definitions as arguments or one per line on stdin")
-        queries = read_texts(["-"], skip_blank=True)
+        from ..formats.plain import plain_check
+
+        queries = read_texts(
+            ["-"], skip_blank=True, check_first=plain_check("; lookup reads definitions, one per line")
+        )
         if not queries:
             raise DefsentError("no query on stdin (only blank lines or nothing)")
     check_candidates(bank, word_head)

@@ -116,7 +116,9 @@ def search_command(
     else:
         if sys.stdin.isatty():
             raise DefsentError("no query: pass queries as arguments or one per line on stdin")
-        queries = read_texts(["-"], skip_blank=True)
+        from ..formats.plain import plain_check
+
+        queries = read_texts(["-"], skip_blank=True, check_first=plain_check("; search reads queries, one per line"))
         if not queries:
             raise DefsentError("no query on stdin (only blank lines or nothing)")
     collection = open_collection(index, model, similarity, batch_size, pooling, device, runtime, precision, dictionary)
