@@ -74,6 +74,7 @@ def test_a_hub_name_is_read_from_the_cache_at_its_revision(hub_cache, tiny_bert,
         (["-m", "org/tiny", "--revision", "v9"], ["org/tiny at revision v9", "hf download org/tiny --revision v9"]),
         (["-m", "./missing-folder"], ["missing-folder: not a local folder, and not in the Hugging Face cache"]),
         (["-m", "runs/seed-1/ckpt"], ["runs/seed-1/ckpt: not a local folder, and not a Hub name"]),
+        (["-m", "t.txt"], ["t.txt: is a file, expected a model folder"]),
     ],
 )
 def test_a_name_that_cannot_be_had_is_one_line_naming_it(hub_cache, tmp_path, args, says):

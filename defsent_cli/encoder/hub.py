@@ -46,6 +46,8 @@ def resolve_model(name: str | Path, revision: str | None = None) -> Path:
         if revision is not None:
             raise DefsentError(f"--revision {revision} is for a Hub name, and this is a local folder", path=text)
         return path
+    if path.exists():
+        raise DefsentError("is a file, expected a model folder", path=text)
     if not _looks_like_hub_id(text):
         raise DefsentError("not a local folder, and not a Hub name (ORG/NAME)", path=text)
     if text in BUNDLED_NAMES and revision is None:
