@@ -12,7 +12,7 @@ import typer
 from .. import distributed
 from ..console import say
 from ..errors import DefsentError
-from ..io import check_output, is_stdout, read_records
+from ..io import check_output, is_stdout
 from . import options as opt
 from .boundary import guard
 
@@ -102,7 +102,7 @@ def encode_command(
     Under torchrun the processes share the work and rank 0 writes the one output.
     """
     from ..encoder.onnx_runtime import describe  # torch and numpy: imported by the command, not by --help
-    from ..formats.plain import plain_check
+    from ..formats.plain import read_plain_records
     from ..formats.vectors import write_vectors
 
     spec = opt.encode_spec(
@@ -128,13 +128,7 @@ def encode_command(
         if id_field is not None:
             raise DefsentError("--id-field reads JSONL input: texts given as arguments are numbered 1, 2, ...")
     elif distributed.is_main() or not from_stdin:
-        check = (
-            None if field is not None else plain_check("; pass --field NAME to encode one string field of each object")
-        )
-        ids, texts = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check)
-        if not texts:
-            where = "stdin" if sources == ["-"] else ", ".join(sources)
-            raise DefsentError(f"no sentences in {where}: nothing to encode")
+        ids, texts = read_plain_records(sources, field, id_field, skip_blank, "encode", "sentences")
     loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
     encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
     with distributed.session(loaded.device):

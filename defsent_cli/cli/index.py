@@ -56,8 +56,7 @@ def index_command(
     Under torchrun the processes share the encoding and rank 0 writes.
     """
     from ..formats.index import check_index_path
-    from ..formats.plain import plain_check
-    from ..io import read_records
+    from ..formats.plain import read_plain_records
     from ..serve.search import build_index
 
     check_output(check_index_path(output), force)
@@ -70,13 +69,7 @@ def index_command(
     ids: list = []
     lines: list[str] = []
     if distributed.is_main() or not from_stdin:
-        check = (
-            None if field is not None else plain_check("; pass --field NAME to index one string field of each object")
-        )
-        ids, lines = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check)
-        if not lines:
-            where = "stdin" if sources == ["-"] else ", ".join(sources)
-            raise DefsentError(f"no texts in {where}: nothing to index")
+        ids, lines = read_plain_records(sources, field, id_field, skip_blank, "index", "texts")
     loaded = opt.load(model, device, runtime, precision)
     extra = {"source_field": field or "", "id_field": id_field or ""}
     with distributed.session(loaded.device):

@@ -68,6 +68,24 @@ def candidates(
     return query_encoder(loaded, entries, opt.value(pooling)), entries
 
 
+def read_queries(queries: list[str] | None, plural: str, blank_hint: str, command: str) -> list[str]:
+    """The queries of ``lookup`` and ``search``: the arguments (none blank), else one per line of stdin, which must
+    be plain text (a dictionary piped in by mistake is refused) and hold at least one."""
+    if queries:
+        for number, query in enumerate(queries, 1):
+            if not query.strip():
+                raise DefsentError(f"query {number} is blank; {blank_hint}")
+        return queries
+    if sys.stdin.isatty():
+        raise DefsentError(f"no query: pass {plural} as arguments or one per line on stdin")
+    from ..formats.plain import plain_check
+
+    queries = read_texts(["-"], skip_blank=True, check_first=plain_check(f"; {command} reads {plural}, one per line"))
+    if not queries:
+        raise DefsentError("no query on stdin (only blank lines or nothing)")
+    return queries
+
+
 def choose_bank(loaded, bank: Path | None, word_head) -> Path | None:
     """The candidates' bank: ``--bank``; else none where the vocabulary is ranked (``--word-head``, a DefSent
     checkpoint); else the bank the checkpoint was trained against (its ``defsent.json``), said in a note; else an
@@ -111,20 +129,7 @@ def lookup_command(
     """
     from ..evaluation.bank_search import top_k
 
-    if queries:
-        for number, query in enumerate(queries, 1):
-            if not query.strip():
-                raise DefsentError(f"query {number} is blank; give a definition to look up")
-    else:
-        if sys.stdin.isatty():
-            raise DefsentError("no query: pass definitions as arguments or one per line on stdin")
-        from ..formats.plain import plain_check
-
-        queries = read_texts(
-            ["-"], skip_blank=True, check_first=plain_check("; lookup reads definitions, one per line")
-        )
-        if not queries:
-            raise DefsentError("no query on stdin (only blank lines or nothing)")
+    queries = read_queries(queries, "definitions", "give a definition to look up", "lookup")
     check_candidates(bank, word_head)
     loaded = opt.load(model, device, runtime, precision)
     bank = choose_bank(loaded, bank, word_head)

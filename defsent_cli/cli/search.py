@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,10 +10,11 @@ import typer
 
 from ..console import say
 from ..errors import DefsentError
-from ..io import read_texts, write_stdout
+from ..io import write_stdout
 from ..log import note
 from . import options as opt
 from .boundary import guard
+from .lookup import read_queries
 
 SimilarityName = opt.choices("SimilarityName", ("cosine", "dot"))
 Similarity = Annotated[
@@ -109,18 +109,7 @@ def search_command(
 
     Scores are cosines unless --similarity dot (a bank's raw dot products); the line on stderr says which.
     """
-    if queries:
-        for number, query in enumerate(queries, 1):
-            if not query.strip():
-                raise DefsentError(f"query {number} is blank; give something to search for")
-    else:
-        if sys.stdin.isatty():
-            raise DefsentError("no query: pass queries as arguments or one per line on stdin")
-        from ..formats.plain import plain_check
-
-        queries = read_texts(["-"], skip_blank=True, check_first=plain_check("; search reads queries, one per line"))
-        if not queries:
-            raise DefsentError("no query on stdin (only blank lines or nothing)")
+    queries = read_queries(queries, "queries", "give something to search for", "search")
     collection = open_collection(index, model, similarity, batch_size, pooling, device, runtime, precision, dictionary)
     found = collection.search(queries, k)
     lines = []

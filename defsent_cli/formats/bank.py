@@ -145,13 +145,22 @@ def bank_output(path: str | Path, n: int, dim: int, entry_bytes: int) -> Iterato
     fails at once with the usual error. Written to a temporary file beside ``path``, renamed when every row
     is in (:func:`defsent_cli.io.hdf5_stream`); an error anywhere leaves nothing behind."""
     needed = n * (4 * dim + 4 + 32) + entry_bytes + (1 << 20)  # rows, counts, string references and heap
+    with streamed_rows(path, needed, lambda h5: BankWriter(h5, n, dim), "bank") as writer:
+        yield writer
+
+
+@contextlib.contextmanager
+def streamed_rows(path: str | Path, needed: int, writer_of, what: str):
+    """The file of a row writer (``writer_of(h5)``: :class:`BankWriter`, ``index.IndexWriter``, each with ``n``,
+    ``written`` and ``attrs``) streamed to disk: its space allocated up front, its attributes written when every
+    row is in, renamed onto ``path`` then (:func:`defsent_cli.io.hdf5_stream`); an error leaves nothing."""
     with hdf5_stream(path, needed) as h5:
-        writer = BankWriter(h5, n, dim)
+        writer = writer_of(h5)
         h5.flush()
         reserve_space(h5.filename)
         yield writer
-        if writer.written != n:
-            raise RuntimeError(f"bank writer got {writer.written} of {n} rows")
+        if writer.written != writer.n:
+            raise RuntimeError(f"{what} writer got {writer.written} of {writer.n} rows")
         for key, value in writer.attrs.items():
             h5.attrs[key] = value
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_input, hdf5_stream, is_stdout, refuse_stdout, reserve_space
+from ..io import hdf5_input, is_stdout, refuse_stdout
+from .bank import streamed_rows
 
 if TYPE_CHECKING:  # numpy and h5py only where an index is read or written
     import numpy as np
@@ -71,15 +72,8 @@ def index_output(path: str | Path, n: int, dim: int, text_bytes: int) -> Iterato
     """An index streamed to disk (free space checked and allocated first, written beside ``path``, renamed when
     every row is in; an error anywhere leaves nothing behind)."""
     needed = n * (4 * dim + 64) + 2 * text_bytes + (1 << 20)
-    with hdf5_stream(path, needed) as h5:
-        writer = IndexWriter(h5, n, dim)
-        h5.flush()
-        reserve_space(h5.filename)
+    with streamed_rows(path, needed, lambda h5: IndexWriter(h5, n, dim), "index") as writer:
         yield writer
-        if writer.written != n:
-            raise RuntimeError(f"index writer got {writer.written} of {n} rows")
-        for key, value in writer.attrs.items():
-            h5.attrs[key] = value
 
 
 @dataclass

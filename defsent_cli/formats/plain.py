@@ -53,3 +53,19 @@ def check_plain_file(path: str | Path, advice: str = "", encoding: str = "utf-8"
 
     number, first = next(((n, text) for n, text in iter_lines(path, encoding) if text.strip()), (1, ""))
     check_plain(first, path, advice, number)
+
+
+def read_plain_records(
+    sources: list[str], field: str | None, id_field: str | None, skip_blank: bool, verb: str, noun: str
+) -> tuple[list, list[str]]:
+    """``io.read_records`` of the texts ``encode`` and ``index`` read: plain text checked as such (a JSONL given
+    without ``--field`` is refused, saying to pass it), at least one text (else an error: no ``noun`` to
+    ``verb``)."""
+    from ..io import read_records
+
+    check = None if field is not None else plain_check(f"; pass --field NAME to {verb} one string field of each object")
+    ids, texts = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check)
+    if not texts:
+        where = "stdin" if sources == ["-"] else ", ".join(sources)
+        raise DefsentError(f"no {noun} in {where}: nothing to {verb}")
+    return ids, texts

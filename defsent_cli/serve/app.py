@@ -187,18 +187,22 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         logger.warning(f"{request.method} {request.url.path} failed: {type(exc).__name__}: {exc}")
         return JSONResponse(error_body("the server failed on this request; see its log", "server_error"), 500)
 
+    def overloaded() -> ApiError:
+        """A request the full queue turns away: counted, and answered 503 with Retry-After."""
+        engine.metrics.rejected += 1
+        return ApiError(
+            503,
+            "the server is busy (its queue is full); retry shortly",
+            "server_error",
+            code="overloaded",
+            headers={"Retry-After": "1"},
+        )
+
     async def batched(name: str, request: Request, texts: list[str]):
         try:
             future = engine.batchers[name].submit(texts)
         except QueueFull:
-            engine.metrics.rejected += 1
-            raise ApiError(
-                503,
-                "the server is busy (its queue is full); retry shortly",
-                "server_error",
-                code="overloaded",
-                headers={"Retry-After": "1"},
-            ) from None
+            raise overloaded() from None
         return await answer_or_leave(request, future)
 
     @app.post("/v1/embeddings")
@@ -249,14 +253,7 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         try:
             found = await engine.search(which, queries, k, wait)
         except QueueFull:
-            engine.metrics.rejected += 1
-            raise ApiError(
-                503,
-                "the server is busy (its queue is full); retry shortly",
-                "server_error",
-                code="overloaded",
-                headers={"Retry-After": "1"},
-            ) from None
+            raise overloaded() from None
         rows = [{"query": q, "results": hits} for q, hits in zip(queries, found, strict=True)]
         return {"object": "list", "kind": collection.kind, "similarity": collection.score_kind, "data": rows}
 
