@@ -32,11 +32,11 @@ def main() -> None:
 
     import torch
 
+    from defsent_cli.banks.entry_bank import build_bank, distinct_definitions
     from defsent_cli.dictionary.build import BuildSettings, build_dictionary
     from defsent_cli.encoder.models import load_model
     from defsent_cli.encoder.onnx_runtime import use_runtime
     from defsent_cli.formats.dictionary import write_dictionary
-    from defsent_cli.training.entry_bank import build_bank, distinct_definitions
 
     with tempfile.TemporaryDirectory() as work:
         dictionary = Path(work) / "wordnet.jsonl"

@@ -197,12 +197,12 @@ def plain_train(model_dir: str, texts: list[str], labels: np.ndarray, bank, batc
 
 def bench_train(args, work: Path) -> list[dict]:
 
+    from defsent_cli.banks.entry_bank import build_bank
     from defsent_cli.encoder.models import load_model
     from defsent_cli.encoder.onnx_runtime import use_runtime
     from defsent_cli.formats.bank import write_bank
     from defsent_cli.training.config import TrainConfig
     from defsent_cli.training.definitions import pst_step
-    from defsent_cli.training.entry_bank import build_bank
 
     bank_path = work / "bank.h5"
     started = time.perf_counter()
@@ -217,10 +217,10 @@ def bench_train(args, work: Path) -> list[dict]:
         n = batch * (args.train_steps + 5)
         for precision in ("fp32", "bf16"):
             config = TrainConfig(
-                pooling="mean", pooler="none", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
+                pooling="mean", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
                 log_every=50, device=DEVICE, precision=precision,
             )  # fmt: skip
-            trainer = pst_step(args.dictionary, bank_path, Path(args.model), config)
+            trainer = pst_step(args.dictionary, bank_path, Path(args.model), config, pooler="none")
             for step in range(5):  # warm-up: allocator, cuBLAS handles, kernels chosen
                 trainer.train_step(trainer.schedule.batch(step))
             trainer.step = 5

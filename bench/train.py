@@ -84,9 +84,9 @@ def main() -> None:
     from defsent_cli.training.config import TrainConfig
     from defsent_cli.training.definitions import pst_step
 
-    config = TrainConfig(pooling="cls", pooler="keep", lr=2e-5, limit=args.definitions, seed=args.seed, save_every=0)
+    config = TrainConfig(pooling="cls", lr=2e-5, limit=args.definitions, seed=args.seed, save_every=0)
     config.device = "cpu"
-    trainer = pst_step(args.dictionary, args.bank, Path(minilm_path()), config)
+    trainer = pst_step(args.dictionary, args.bank, Path(minilm_path()), config, pooler="keep")
     n = len(trainer.data.labels)
     print(f"model: all-MiniLM-L6-v2, torch {torch.__version__}, threads {torch.get_num_threads()}")
     print(
@@ -97,9 +97,9 @@ def main() -> None:
 
     # Warm-up, untimed: the first steps of a process pay for thread-pool start-up, the allocator and
     # the bank's first pass from memory; without it the loop that runs first is penalised.
-    warm_config = TrainConfig(pooling="cls", pooler="keep", lr=2e-5, limit=64, seed=args.seed, save_every=0)
+    warm_config = TrainConfig(pooling="cls", lr=2e-5, limit=64, seed=args.seed, save_every=0)
     warm_config.device = "cpu"
-    warm = pst_step(args.dictionary, args.bank, Path(minilm_path()), warm_config)
+    warm = pst_step(args.dictionary, args.bank, Path(minilm_path()), warm_config, pooler="keep")
     with tempfile.TemporaryDirectory() as work:
         warm.run(Path(work), show_progress=False)
     plain_loop(warm, None, args.seed)

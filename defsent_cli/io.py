@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import io
 import itertools
 import json
@@ -479,6 +478,8 @@ def iter_jsonl(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Ite
 
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes (a missing file or a folder is a one-line error)."""
+    import hashlib  # OpenSSL's library: loaded by what hashes, not by --help
+
     check_input(path)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

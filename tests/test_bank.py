@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from conftest import REPO
 
+from defsent_cli.banks.entry_bank import EntryMeans, build_bank
 from defsent_cli.encoder.encode import encode
 from defsent_cli.encoder.models import load_model
 from defsent_cli.errors import DefsentError
 from defsent_cli.formats.bank import check_bank_matches, read_bank, write_bank
-from defsent_cli.training.entry_bank import EntryMeans, build_bank
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def _h5(path):
 
 @pytest.mark.parametrize("part", [1, 2, 3, 100])
 def test_a_bank_written_part_by_part_is_the_in_memory_bank(tmp_path, bert, part):
-    from defsent_cli.training.entry_bank import bank_parts, write_bank_streamed
+    from defsent_cli.banks.entry_bank import bank_parts, write_bank_streamed
 
     dictionary = _shared_dict(tmp_path)
     parts = list(bank_parts(dictionary, ["train", "dev", "test"], part))

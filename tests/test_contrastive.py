@@ -80,7 +80,7 @@ def test_info_nce_is_the_mean_cross_entropy_of_scaled_cosines():
 
 def _trainer(model: Path, sentences: Path, **settings):
     from defsent_cli.training.contrastive import Contrastive
-    from defsent_cli.training.objective import ObjectiveRun
+    from defsent_cli.training.loop import ObjectiveRun
 
     # on the CPU whatever the machine has: the hand computation below runs the model on host tensors, in fp32
     config = TrainConfig(

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, skip_without
 
 from defsent_cli.dictionary import build, dictd, sources, stats
+from defsent_cli.dictionary.gcide import gcide_text, parse_gcide
 from defsent_cli.errors import DefsentError
 from defsent_cli.formats import dictionary as fmt
 
@@ -395,7 +396,7 @@ def test_gcide_run_on_phrases_and_a_head_over_two_lines():
         "   {Gripe penny}, {a} miser; a niggard. --D. L. Mackenzie.\n"
         "      [1913 Webster]\n"
     )
-    parsed = dictd.parse_gcide(block)
+    parsed = parse_gcide(block)
     assert parsed.names == ["Gripe", "Gripes"]
     assert [(s.names, s.text, s.meta) for s in parsed.senses] == [
         (None, "Grasp; seizure; fast hold; clutch.", {"origin": WEBSTER}),
@@ -405,8 +406,8 @@ def test_gcide_run_on_phrases_and_a_head_over_two_lines():
 
 
 def test_gcide_text_codes():
-    assert dictd.gcide_text("Abb['e] a[\"e]roplane 45[deg] [ae]on c[,c] [OE]") == "Abbé aëroplane 45° æon cç Œ"
-    assert dictd.gcide_text("[Obs.] [They] [root]47a") == "[Obs.] [They] √47a"
+    assert gcide_text("Abb['e] a[\"e]roplane 45[deg] [ae]on c[,c] [OE]") == "Abbé aëroplane 45° æon cç Œ"
+    assert gcide_text("[Obs.] [They] [root]47a") == "[Obs.] [They] √47a"
 
 
 def test_foldoc_first_paragraph_categories_aliases(foldoc):

@@ -1,4 +1,4 @@
-"""An entry bank from domain text (``embed-entries --texts``, training/domain_text.py): which lines an entry
+"""An entry bank from domain text (``embed-entries --texts``, banks/domain_text.py): which lines an entry
 is found in, and that the bank is the one of a dictionary whose definitions are those lines."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import h5py
 import numpy as np
 import pytest
 
+from defsent_cli.banks.domain_text import find_texts, words
 from defsent_cli.formats.bank import check_bank_matches, read_bank
 from defsent_cli.io import sha256_file
-from defsent_cli.training.domain_text import find_texts, words
 
 LINES = [
     "Parsing C++ into an abstract syntax tree",
@@ -111,7 +111,7 @@ def test_the_bank_is_that_of_a_dictionary_whose_definitions_are_the_lines(cli, t
 
 
 def test_one_line_per_entry_and_an_entry_found_nowhere_keeps_its_definitions(cli, tmp_path, tiny_bert, bert):
-    from defsent_cli.training.entry_bank import build_bank
+    from defsent_cli.banks.entry_bank import build_bank
 
     dictionary = _dictionary(tmp_path / "dict.jsonl", ROWS)
     texts = tmp_path / "texts.txt"
@@ -130,7 +130,7 @@ def test_one_line_per_entry_and_an_entry_found_nowhere_keeps_its_definitions(cli
 
 
 def test_texts_per_entry_without_texts_is_warned_about_and_the_bank_is_the_plain_one(cli, tmp_path, tiny_bert, bert):
-    from defsent_cli.training.entry_bank import build_bank
+    from defsent_cli.banks.entry_bank import build_bank
 
     dictionary = _dictionary(tmp_path / "dict.jsonl", ROWS)
     result = cli("embed-entries", dictionary, "-m", tiny_bert, "--kind", "AMP", "--texts-per-entry", "4",

@@ -78,11 +78,11 @@ def test_onnx_runtime_with_device_auto_runs_on_the_cpu_even_where_cuda_is_availa
     pytest.importorskip("onnxruntime")
     import shutil
 
-    from defsent_cli.cli import options
+    from defsent_cli.cli import models
 
     model = Path(shutil.copytree(tiny_bert, tmp_path / "bert"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU box: auto alone would say cuda
-    loaded = options.load(model, "auto", "onnx", "fp32")
+    loaded = models.load(models.Values(model=model, device="auto", runtime="onnx", precision="fp32"))
     assert str(loaded.device) == "cpu" and loaded.runtime is not None
     monkeypatch.setenv("DEFSENT_RUNTIME", "onnx")  # the user's default, on every command
     out = tmp_path / "sts.npy"

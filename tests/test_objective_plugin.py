@@ -51,7 +51,8 @@ def test_a_registered_objective_trains_saves_resumes_and_loads(tiny_bert, tmp_pa
 
     with safe_open(str(state), "pt") as fh:
         assert {"extra.decoder.weight", "extra.decoder.bias"} <= set(fh.keys())
-        assert json.loads(fh.metadata()["defsent"])["settings"] == {"positive_weight": 2.0}
+        saved = json.loads(fh.metadata()["defsent"])
+    assert saved["config"]["positive_weight"] == 2.0 and saved["settings"] == {}  # the run's settings: one place
     with pytest.raises(DefsentError, match="--positive-weight 1.0 .saved: 2.0."):
         run.objective_fit(BagOfWords(1.0), sentences, tiny_bert, tmp_path / "cut", _config(), resume=True)
     resumed = run.objective_fit(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from defsent_cli.training.curves import moving_average, read_run, read_runs
+from defsent_cli.formats.curves import moving_average, read_run, read_runs
 
 WORDS = "red blue small large animal tree river stone light dark old new fast slow warm cold".split()
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -56,8 +56,8 @@ def _trainer(corpus, tiny_bert, **settings):
     from defsent_cli.training.config import TrainConfig
     from defsent_cli.training.definitions import pst_step
 
-    config = TrainConfig(pooling="mean", batch_size=8, device="cpu", save_every=0, **settings)
-    return pst_step(corpus["dictionary"], corpus["bank"], tiny_bert, config)
+    config = TrainConfig(pooling="mean", batch_size=8, device="cpu", save_every=0)
+    return pst_step(corpus["dictionary"], corpus["bank"], tiny_bert, config, **settings)
 
 
 @pytest.mark.parametrize("pooler", ["none", "keep"])
@@ -81,8 +81,8 @@ def test_cosine_logits_times_the_scale(corpus, tiny_bert, pooler):
         cos = torch.nn.functional.normalize(reps, dim=1) @ torch.nn.functional.normalize(bank, dim=1).T
         ref = torch.nn.functional.cross_entropy(7.0 * cos, torch.from_numpy(trainer.data.labels[index]))
     assert ours.item() == pytest.approx(ref.item(), rel=1e-5)
-    assert trainer.config.logit_scale == 7.0
-    assert _trainer(corpus, tiny_bert, logits="cosine", pooler=pooler).config.logit_scale == 20.0
+    assert trainer.objective.logit_scale == 7.0
+    assert _trainer(corpus, tiny_bert, logits="cosine", pooler=pooler).objective.logit_scale == 20.0
 
 
 def test_head_warmup_trains_only_the_head_first(cli, tiny_bert, corpus, tmp_path):

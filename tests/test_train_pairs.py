@@ -26,11 +26,11 @@ def pairs(tmp_path) -> Path:
 
 
 def _trainer(model: Path, pairs: Path, loss: str = "cosine"):
-    from defsent_cli.training.objective import ObjectiveRun
+    from defsent_cli.training.loop import ObjectiveRun
     from defsent_cli.training.pairs import Pairs
 
     # on the CPU whatever the machine has: the hand computation below runs the model on host tensors, in fp32
-    config = TrainConfig(pooling="mean", pooler="none", lr=1e-3, batch_size=3, batching="random", device="cpu")
+    config = TrainConfig(pooling="mean", lr=1e-3, batch_size=3, batching="random", device="cpu")
     return ObjectiveRun(Pairs(loss=loss, max_score=5.0), pairs, model, config)
 
 

@@ -16,17 +16,17 @@ import torch
 
 from defsent_cli.training.config import TrainConfig
 from defsent_cli.training.definitions import pst_step
-from defsent_cli.training.objective import ObjectiveRun
+from defsent_cli.training.loop import ObjectiveRun
 
 DICT, BANK, MODEL = sys.argv[1], sys.argv[2], os.environ["MINILM"]
 
 
 def make(precision: str, batch: int, n: int) -> ObjectiveRun:
     config = TrainConfig(
-        pooling="mean", pooler="none", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
+        pooling="mean", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
         log_every=1000, device="cuda", precision=precision,
     )  # fmt: skip
-    return pst_step(DICT, BANK, Path(MODEL), config)
+    return pst_step(DICT, BANK, Path(MODEL), config, pooler="none")
 
 
 def rate(trainer: ObjectiveRun, steps: int, start: int) -> tuple[float, float]:

@@ -244,7 +244,12 @@ def guard(fn: Callable) -> Callable:
             text = " ".join(str(exc).split())[:300]
             raise fail(f"{type(exc).__name__}: {text} (DEFSENT_DEBUG=1 shows the traceback)", 1) from None
 
-    wrapper.__signature__ = _with_quiet(fn)
+    wrapper.__signature__ = signature = _with_quiet(fn)
+    # typer reads the type hints too, several times a command (typing.get_type_hints): the annotations evaluated
+    # once here, rather than the strings of ``from __future__ import annotations`` compiled again each time
+    wrapper.__annotations__ = {
+        name: p.annotation for name, p in signature.parameters.items() if p.annotation is not p.empty
+    }
     return wrapper
 
 

@@ -10,11 +10,7 @@ from typing import Annotated
 import typer
 
 from ..console import say
-from ..dictionary.build import SPLIT_BY, BuildSettings, build_dictionary, default_sources, parse_fractions
-from ..dictionary.sources import DEFAULT_WORDNET_DIR, FORMATS
-from ..dictionary.stats import dictionary_stats, source_stats
-from ..encoder.models import load_tokenizer
-from ..formats.dictionary import SPLITS, read_dictionary, write_dictionary
+from ..dictionary.choices import DEFAULT_WORDNET_DIR, FORMATS, SPLIT_BY
 from ..io import check_output, is_stdout, write_stdout
 from . import options as opt
 from .boundary import guard
@@ -122,6 +118,11 @@ def build_dict(
       defsent build-dict /usr/share/dictd/foldoc.index --category programming \\
           -o foldoc.jsonl --stats
     """
+    from ..dictionary.build import BuildSettings, build_dictionary, default_sources, parse_fractions
+    from ..dictionary.stats import dictionary_stats, source_stats
+    from ..encoder.models import load_tokenizer
+    from ..formats.dictionary import SPLITS, write_dictionary
+
     check_output(output, force, stdout=True)
     _check_encoding(encoding)
     settings = BuildSettings(
@@ -211,6 +212,10 @@ def dict_stats(
     Example:
       defsent dict-stats dict.jsonl --tokenizer models/bert-base-uncased --json
     """
+    from ..dictionary.stats import dictionary_stats
+    from ..encoder.models import load_tokenizer
+    from ..formats.dictionary import read_dictionary
+
     tokenizer = load_tokenizer(tokenizer_dir) if tokenizer_dir is not None else None
     stats = dictionary_stats(read_dictionary(path), tokenizer)
     if as_json:

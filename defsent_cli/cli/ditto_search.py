@@ -8,17 +8,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..encoder.models import load_model
-from ..encoder.pooling import parse_layers
 from ..io import write_json, write_stdout
 from . import options as opt
 from .boundary import guard
+from .groups import Values, takes_groups
+from .models import MODEL
 from .render import show
 from .results import check_results_output
 
 
 def ditto_search(
-    model: opt.Model = None,
+    model: Values = MODEL(only=("model", "batch_size", "max_length", "device")),
     data: opt.Data = None,
     layers: Annotated[
         str,
@@ -27,9 +27,6 @@ def ditto_search(
         ),
     ] = "first-last",
     top: Annotated[int, typer.Option("--top", min=1, help="Rows of the table.")] = 10,
-    batch_size: opt.BatchSize = 32,
-    max_length: opt.MaxLength = None,
-    device: opt.Device = "auto",
     output: opt.ResultsOutput = None,
     force: opt.Force = False,
     show_progress: opt.Progress = None,
@@ -41,6 +38,8 @@ def ditto_search(
       HEAD=$(defsent ditto-search -m ckpt/ --data ../shared/data)
       defsent eval-sts -m ckpt/ --pooling ditto --ditto-head "$HEAD"
     """
+    from ..encoder.models import load_model
+    from ..encoder.pooling import parse_layers
     from ..evaluation.ditto import search_heads  # torch: imported by the command, not by --help
     from ..evaluation.sts_data import load_sts_tasks
 
@@ -48,8 +47,8 @@ def ditto_search(
     check_results_output(output, force, stdout_carries="the best head")
     started = time.perf_counter()
     task = load_sts_tasks(data, ["STS-B"], "dev")[0]
-    loaded = load_model(model, device)
-    rows = search_heads(loaded, task, layers, batch_size, max_length, show_progress)
+    loaded = load_model(model.model, model.device)
+    rows = search_heads(loaded, task, layers, model.batch_size, model.max_length, show_progress)
     table = Table(title=f"Ditto heads on STS-B dev ({task.n:,} pairs), layers {layers}")
     for column in ("head (layer-head)", "Spearman", "Pearson"):
         table.add_column(column, justify="right")
@@ -61,10 +60,16 @@ def ditto_search(
         from ..formats.results import provenance, task_folder_provenance
 
         seconds = round(time.perf_counter() - started, 2)
-        document = {"model": str(model), "layers": layers, "split": "STS-B dev", "heads": rows, "seconds": seconds}
-        document["provenance"] = provenance([model], [task_folder_provenance(task.folder)])
+        document = {
+            "model": str(model.model),
+            "layers": layers,
+            "split": "STS-B dev",
+            "heads": rows,
+            "seconds": seconds,
+        }
+        document["provenance"] = provenance([model.model], [task_folder_provenance(task.folder)])
         write_json(output, document)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("ditto-search")(guard(ditto_search))
+    app.command("ditto-search")(guard(takes_groups(ditto_search)))

@@ -18,6 +18,8 @@ from ..log import warn
 from ..training.config import PART_DEFINITIONS
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .groups import Values, takes_groups
+from .models import MODEL, load
 
 Kind = opt.choices("Kind", KINDS)
 Pool = opt.choices("Pool", KINDS.values())
@@ -34,7 +36,7 @@ def embed_entries(
             show_default=False,
         ),
     ] = None,
-    model: opt.Model = None,
+    model: Values = MODEL(),
     kind: Annotated[
         Kind | None,
         typer.Option(
@@ -52,10 +54,6 @@ def embed_entries(
     splits: Annotated[
         str, typer.Option("--splits", help="Comma-separated splits whose entries enter the bank.")
     ] = ",".join(SPLITS),
-    batch_size: opt.BatchSize = 32,
-    batch_tokens: opt.BatchTokens = None,
-    cuda_graphs: opt.CudaGraphs = False,
-    max_length: opt.MaxLength = None,
     part_size: Annotated[
         int,
         typer.Option(
@@ -82,9 +80,6 @@ def embed_entries(
         int,
         typer.Option("--texts-per-entry", min=1, help="With --texts: the lines kept per entry (the file's first)."),
     ] = 32,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -103,8 +98,8 @@ def embed_entries(
     the rows are streamed into the output (its disk space checked and reserved first). Under torchrun the
     processes share the definitions and rank 0 writes the bank.
     """
+    from ..banks.entry_bank import write_bank_streamed
     from ..encoder.onnx_runtime import describe  # torch: imported by the command, not by --help
-    from ..training.entry_bank import write_bank_streamed
 
     check_output(check_bank_path(output), force)
     texts = texts or None
@@ -112,14 +107,14 @@ def embed_entries(
     if texts is not None and any(str(path) == "-" for path in texts):
         raise DefsentError("--texts reads a file, not stdin: give its path")
     wanted = check_splits(splits.split(","))
-    chosen = bank_kind(model, kind, pool)
+    chosen = bank_kind(model.model, kind, pool)
     from_stdin = dictionary is None or str(dictionary) == "-"
     if from_stdin and distributed.active():
         raise DefsentError("under torchrun every process reads the dictionary: give it as a file, not on stdin")
     with stdin_as_file(".jsonl") if from_stdin else nullcontext(dictionary) as source:
         sha256_file(source)  # a missing dictionary or text file fails before the model loads
         found = None if texts is None else domain_texts(source, texts, texts_per_entry, wanted, splits)
-        loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
+        loaded = load(model)
         with distributed.session(loaded.device):
             bank = write_bank_streamed(
                 source,
@@ -127,8 +122,8 @@ def embed_entries(
                 output,
                 chosen,
                 wanted,
-                batch_size,
-                max_length,
+                model.batch_size,
+                model.max_length,
                 part_definitions=part_size,
                 show_progress=show_progress,
                 shard=True,
@@ -149,8 +144,8 @@ def domain_texts(dictionary: Path, texts: list[Path], per_entry: int, wanted: li
     """The lines of the ``texts`` files that mention the dictionary's entries (``--texts``, read in the order
     given), with a note of how many; a warning where they change no row of the bank: a file that mentions no
     entry, or mentions only entries outside ``--splits`` (``wanted``)."""
+    from ..banks.domain_text import find_texts
     from ..formats.dictionary import iter_entries
-    from ..training.domain_text import find_texts
 
     found = find_texts(texts, (entry.entry for entry in iter_entries(dictionary, unique=False)), per_entry)
     named = _names(texts)
@@ -191,4 +186,4 @@ def bank_kind(model: Path, kind, pool) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("embed-entries")(guard(embed_entries))
+    app.command("embed-entries")(guard(takes_groups(embed_entries)))

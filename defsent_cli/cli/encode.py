@@ -15,8 +15,24 @@ from ..errors import DefsentError
 from ..io import check_output, is_stdout
 from . import options as opt
 from .boundary import guard
+from .groups import Group, Values, option, takes_groups
+from .models import MODEL, TOOLBOX, encode_spec, load
 
 VectorFormat = opt.choices("VectorFormat", ("npy", "jsonl", "json", "h5"))
+
+#: How encode and index read their texts: a JSONL field and its ids, blank lines (index says what it does with them).
+RECORDS = Group(
+    "records",
+    {
+        "field": option("--field", type=str | None, help="Read JSONL and embed this string field of each object."),
+        "id_field": option(
+            "--id-field",
+            type=str | None,
+            help="With --field: each row's id in JSON outputs (default: the line number).",
+        ),
+        "skip_blank": option("--skip-blank", type=bool, help="Skip blank lines instead of failing.", default=False),
+    },
+)
 
 
 def encode_command(
@@ -26,17 +42,11 @@ def encode_command(
             metavar="TEXT", help="Texts to encode, given here instead of a file or stdin.", show_default=False
         ),
     ] = None,
-    model: opt.Model = None,
+    model: Values = MODEL(),
     inputs: Annotated[
         list[Path] | None, typer.Option("--input", "-i", help="Input file(s); default stdin. '-' is stdin.")
     ] = None,
-    field: Annotated[
-        str | None, typer.Option("--field", help="Read JSONL and embed this string field of each object.")
-    ] = None,
-    id_field: Annotated[
-        str | None,
-        typer.Option("--id-field", help="With --field: each row's id in JSON outputs (default: the line number)."),
-    ] = None,
+    records: Values = RECORDS(),
     output: Annotated[
         Path | None,
         typer.Option(
@@ -65,26 +75,9 @@ def encode_command(
         ),
     ] = False,
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    batch_tokens: opt.BatchTokens = None,
-    cuda_graphs: opt.CudaGraphs = False,
-    max_length: opt.MaxLength = None,
-    normalize: opt.Normalize = None,
-    skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
+    toolbox: Values = TOOLBOX(),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
-    layers: opt.Layers = None,
-    template: opt.Template = None,
-    ditto_head: opt.DittoHead = None,
-    weighting: opt.WeightingOption = None,
-    idf_corpus: opt.IdfCorpus = None,
-    drop_tokens: opt.DropTokens = None,
-    post: opt.Post = None,
-    fit_on: opt.FitOn = None,
-    post_file: opt.PostFile = None,
 ) -> None:
     """Encode sentences (arguments, or one per line of files or stdin) into float32 vectors, one row each, in order.
 
@@ -105,9 +98,7 @@ def encode_command(
     from ..formats.plain import read_plain_records
     from ..formats.vectors import write_vectors
 
-    spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
-    )
+    spec = encode_spec(pooling, toolbox)
     if sentences and inputs:
         raise DefsentError("give the texts as arguments or with --input, not both")
     sources = [str(p) for p in inputs] if inputs else ["-"]
@@ -125,12 +116,16 @@ def encode_command(
     ids: list = []
     if sentences:
         texts, ids = list(sentences), list(range(1, len(sentences) + 1))
-        if id_field is not None:
+        if records.id_field is not None:
             raise DefsentError("--id-field reads JSONL input: texts given as arguments are numbered 1, 2, ...")
     elif distributed.is_main() or not from_stdin:
-        ids, texts = read_plain_records(sources, field, id_field, skip_blank, "encode", "sentences")
-    loaded = opt.load(model, device, runtime, precision, batch_tokens, cuda_graphs)
-    encoder = spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
+        ids, texts = read_plain_records(
+            sources, records.field, records.id_field, records.skip_blank, "encode", "sentences"
+        )
+    loaded = load(model)
+    encoder = spec.resolve(
+        loaded, batch_size=model.batch_size, max_length=model.max_length, show_progress=show_progress
+    )
     with distributed.session(loaded.device):
         if from_stdin:
             texts = distributed.broadcast_object(texts)
@@ -140,7 +135,7 @@ def encode_command(
     if similarity:
         write_similarity(texts, vectors, chosen)
     else:
-        attrs = {"model": str(model), "pooling": encoder.label, "normalized": encoder.normalized}
+        attrs = {"model": str(model.model), "pooling": encoder.label, "normalized": encoder.normalized}
         attrs["encoding"] = json.dumps(encoder.describe())
         where = "-" if to_stdout else output
         write_vectors(where, vectors, texts=texts, attrs=attrs, fmt=chosen, ids=ids, store_text=store_text)
@@ -201,4 +196,4 @@ def write_similarity(texts: list[str], vectors, fmt: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("encode")(guard(encode_command))
+    app.command("encode")(guard(takes_groups(encode_command)))

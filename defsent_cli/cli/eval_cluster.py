@@ -10,12 +10,16 @@ import typer
 from ..evaluation.choices import CLUSTER_TASKS, DEFAULT_RUNS
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
+from .models import BUDGET, MODEL, TOOLBOX, encode_spec, load_encoder
 from .render import cluster_table
 from .results import check_results_output, expand_models, finish, run_models, table_of
 
+ClusterSeed = opt.seed_option("Seeds torch and the --limit sample.")
+
 
 def eval_cluster(
-    model: opt.Models = None,
+    model: Values = MODEL(model=change(annotation=opt.Models), without=BUDGET),
     data: Annotated[
         Path | None,
         typer.Option(
@@ -37,28 +41,12 @@ def eval_cluster(
         int | None,
         typer.Option("--limit", min=2, help="Cluster a seeded random sample (--seed) of this many texts per set."),
     ] = None,
-    seed: Annotated[
-        int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seeds torch and the --limit sample.")
-    ] = opt.SEED_DEFAULT,
+    seed: ClusterSeed = opt.SEED_DEFAULT,
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    max_length: opt.MaxLength = None,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
     output: opt.ResultsOutput = None,
     force: opt.Force = False,
     show_progress: opt.Progress = None,
-    layers: opt.Layers = None,
-    template: opt.Template = None,
-    ditto_head: opt.DittoHead = None,
-    weighting: opt.WeightingOption = None,
-    idf_corpus: opt.IdfCorpus = None,
-    drop_tokens: opt.DropTokens = None,
-    post: opt.Post = None,
-    fit_on: opt.FitOn = None,
-    post_file: opt.PostFile = None,
-    normalize: opt.Normalize = None,
+    toolbox: Values = TOOLBOX(),
 ) -> None:
     """Short-text clustering: k-means (k = classes) on frozen embeddings; accuracy (Hungarian) and NMI x100.
 
@@ -76,16 +64,14 @@ def eval_cluster(
     from ..evaluation.cluster import evaluate_cluster
     from ..evaluation.cluster_data import load_cluster_tasks
 
-    spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
-    )
+    spec = encode_spec(pooling, toolbox)
     check_results_output(output, force)
-    models = expand_models(model)
+    models = expand_models(model.model)
     loaded_tasks = load_cluster_tasks(data, tasks, limit, seed)  # data problems surface before the model loads
 
     def one(path):
         torch.manual_seed(seed)
-        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+        encoder = load_encoder(spec, model, path, show_progress)
         result = evaluate_cluster(encoder, data, loaded_tasks, runs=runs, limit=limit)
         result["seed"] = seed
         return result
@@ -95,4 +81,4 @@ def eval_cluster(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval-cluster")(guard(eval_cluster))
+    app.command("eval-cluster")(guard(takes_groups(eval_cluster)))

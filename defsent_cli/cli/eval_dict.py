@@ -11,7 +11,9 @@ from .. import distributed
 from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
 from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates, check_candidates, choose_bank
+from .models import MODEL, QUERIES, load
 from .render import reverse_dictionary_table, show
 
 
@@ -19,7 +21,7 @@ def eval_dict_command(
     dictionary: Annotated[
         Path, typer.Argument(metavar="DICTIONARY", help="Dictionary JSONL the bank was built from.", show_default=False)
     ],
-    model: CheckpointModel = None,
+    model: Values = MODEL(model=change(annotation=CheckpointModel), without=QUERIES),
     bank: CandidateBank = None,
     word_head: opt.WordHead = None,
     split: Annotated[opt.Split, typer.Option("--split", help="Whose definitions are the queries.")] = opt.Split.test,
@@ -27,10 +29,6 @@ def eval_dict_command(
     seed: opt.Seed = opt.SEED_DEFAULT,
     output: opt.ResultsOutput = None,
     pooling: QueryPooling = None,
-    batch_size: opt.BatchSize = 32,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -51,18 +49,26 @@ def eval_dict_command(
     if output is not None:
         check_output(output, force, stdout=True)
     check_candidates(bank, word_head)
-    loaded = opt.load(model, device, runtime, precision)
+    loaded = load(model)
     bank = choose_bank(loaded, bank, word_head)
     with distributed.session(loaded.device):
         encoder, entries = candidates(loaded, bank, word_head, pooling, dictionary)
         metrics = evaluate(
-            dictionary, encoder, entries, opt.value(split), batch_size, limit, show_progress, seed, distributed.active()
+            dictionary,
+            encoder,
+            entries,
+            opt.value(split),
+            model.batch_size,
+            limit,
+            show_progress,
+            seed,
+            distributed.active(),
         )
     if not distributed.is_main():  # rank 0 reports
         return
     result = {
         "task": "reverse-dictionary",
-        "model": str(model),
+        "model": str(model.model),
         "bank": str(bank) if bank is not None else None,
         "dictionary": str(dictionary),
     }
@@ -73,7 +79,7 @@ def eval_dict_command(
     if output is not None:
         from ..formats.results import provenance
 
-        result["provenance"] = provenance([model], [dictionary, *([bank] if bank is not None else [])], seed)
+        result["provenance"] = provenance([model.model], [dictionary, *([bank] if bank is not None else [])], seed)
         write_json(output, result)
         show(table, to_stdout=False)
     else:
@@ -81,4 +87,4 @@ def eval_dict_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval-dict")(guard(eval_dict_command))
+    app.command("eval-dict")(guard(takes_groups(eval_dict_command)))

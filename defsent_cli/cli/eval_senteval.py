@@ -9,6 +9,8 @@ import typer
 from ..evaluation.choices import CONFIGS, MRPC_FEATURES
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
+from .models import BUDGET, MODEL, TOOLBOX, encode_spec, load_encoder
 from .render import senteval_table
 from .results import check_results_output, expand_models, finish, run_models, table_of
 
@@ -16,9 +18,14 @@ SentevalConfig = opt.choices("SentevalConfig", CONFIGS)
 
 MrpcFeatures = opt.choices("MrpcFeatures", MRPC_FEATURES)
 
+SentevalSeed = opt.seed_option(
+    "Seed for folds, classifier initialisation and data order; SentEval's own is 1111 (the one exception to "
+    "defsent's default seed, so results match SentEval's)."
+)
+
 
 def eval_senteval(
-    model: opt.Models = None,
+    model: Values = MODEL(model=change(annotation=opt.Models), without=BUDGET),
     data: opt.Data = None,
     tasks: Annotated[
         str | None,
@@ -38,16 +45,7 @@ def eval_senteval(
             "prototyping: SentEval's fast setting (kfold 5, rmsprop, batch 128, tenacity 3, epoch_size 2).",
         ),
     ] = SentevalConfig.default,
-    seed: Annotated[
-        int,
-        typer.Option(
-            "--seed",
-            min=0,
-            max=2**32 - 1,
-            help="Seed for folds, classifier initialisation and data order; SentEval's own is 1111 (the one "
-            "exception to defsent's default seed, so results match SentEval's).",
-        ),
-    ] = 1111,
+    seed: SentevalSeed = 1111,
     pooling: opt.Pooling = None,
     mrpc_features: Annotated[
         MrpcFeatures,
@@ -58,24 +56,10 @@ def eval_senteval(
             "concat = [u, v, |u-v|, u*v].",
         ),
     ] = MrpcFeatures.senteval,
-    batch_size: opt.BatchSize = 32,
-    max_length: opt.MaxLength = None,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
     output: opt.ResultsOutput = None,
     force: opt.Force = False,
     show_progress: opt.Progress = None,
-    layers: opt.Layers = None,
-    template: opt.Template = None,
-    ditto_head: opt.DittoHead = None,
-    weighting: opt.WeightingOption = None,
-    idf_corpus: opt.IdfCorpus = None,
-    drop_tokens: opt.DropTokens = None,
-    post: opt.Post = None,
-    fit_on: opt.FitOn = None,
-    post_file: opt.PostFile = None,
-    normalize: opt.Normalize = None,
+    toolbox: Values = TOOLBOX(),
 ) -> None:
     """SentEval transfer tasks: a logistic-regression probe (SentEval's nhid 0 classifier) on frozen features.
 
@@ -92,16 +76,14 @@ def eval_senteval(
     from ..evaluation.senteval import check_options, evaluate_senteval  # torch: by the command, not by --help
     from ..evaluation.senteval_data import load_transfer_tasks
 
-    spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file, normalize
-    )
+    spec = encode_spec(pooling, toolbox)
     check_results_output(output, force)
     check_options(opt.value(config), opt.value(mrpc_features))
-    models = expand_models(model)
+    models = expand_models(model.model)
     loaded_tasks = load_transfer_tasks(data, tasks)  # data problems surface before the model loads
 
     def one(path):
-        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+        encoder = load_encoder(spec, model, path, show_progress)
         return evaluate_senteval(
             encoder, data, loaded_tasks, config=opt.value(config), seed=seed, mrpc_features=opt.value(mrpc_features)
         )
@@ -111,4 +93,4 @@ def eval_senteval(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval-senteval")(guard(eval_senteval))
+    app.command("eval-senteval")(guard(takes_groups(eval_senteval)))

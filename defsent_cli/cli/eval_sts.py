@@ -11,6 +11,8 @@ from ..console import say
 from ..evaluation.choices import AGGREGATIONS, BACKENDS, LAYOUTS, STS_SPLITS
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
+from .models import BUDGET, MODEL, TOOLBOX, encode_spec, load_encoder
 from .render import sts_table
 from .results import check_results_output, expand_models, finish, run_models, table_of
 
@@ -22,9 +24,11 @@ Scorer = opt.choices("Scorer", BACKENDS)
 
 Layout = opt.choices("Layout", LAYOUTS)
 
+StsSeed = opt.seed_option("Seeds torch (STS scoring has no randomness).")
+
 
 def eval_sts(
-    model: opt.Models = None,
+    model: Values = MODEL(model=change(annotation=opt.Models), without=BUDGET),
     data: opt.Data = None,
     tasks: Annotated[
         str | None,
@@ -59,11 +63,6 @@ def eval_sts(
             "senteval, or semeval (prefer the original untokenised files where a folder has them).",
         ),
     ] = Layout.auto,
-    batch_size: opt.BatchSize = 32,
-    max_length: opt.MaxLength = None,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
     exclude_pairs: Annotated[
         list[Path] | None,
         typer.Option(
@@ -75,21 +74,11 @@ def eval_sts(
             show_default=False,
         ),
     ] = None,
-    seed: Annotated[
-        int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seeds torch (STS scoring has no randomness).")
-    ] = opt.SEED_DEFAULT,
+    seed: StsSeed = opt.SEED_DEFAULT,
     output: opt.ResultsOutput = None,
     force: opt.Force = False,
     show_progress: opt.Progress = None,
-    layers: opt.Layers = None,
-    template: opt.Template = None,
-    ditto_head: opt.DittoHead = None,
-    weighting: opt.WeightingOption = None,
-    idf_corpus: opt.IdfCorpus = None,
-    drop_tokens: opt.DropTokens = None,
-    post: opt.Post = None,
-    fit_on: opt.FitOn = None,
-    post_file: opt.PostFile = None,
+    toolbox: Values = TOOLBOX(without=("normalize",)),
 ) -> None:
     """Unsupervised STS: Spearman x100 of cosine similarity vs gold on STS12-16, STS-B and SICK-R.
 
@@ -106,12 +95,10 @@ def eval_sts(
     from ..evaluation.sts import check_options, evaluate_sts
     from ..evaluation.sts_data import load_sts_tasks
 
-    spec = opt.encode_spec(
-        pooling, layers, template, ditto_head, weighting, idf_corpus, drop_tokens, post, fit_on, post_file
-    )
+    spec = encode_spec(pooling, toolbox)
     check_results_output(output, force)
     check_options(opt.value(aggregation), opt.value(backend))
-    models = expand_models(model)
+    models = expand_models(model.model)
     loaded_tasks = load_sts_tasks(data, tasks, opt.value(split), opt.value(layout))  # before the model loads
     whole = loaded_tasks if exclude_pairs else None  # every pair too, scored from the same vectors
     if exclude_pairs:
@@ -124,7 +111,7 @@ def eval_sts(
 
     def one(path):
         torch.manual_seed(seed)
-        encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+        encoder = load_encoder(spec, model, path, show_progress)
         result = evaluate_sts(
             encoder,
             data,
@@ -145,4 +132,4 @@ def eval_sts(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval-sts")(guard(eval_sts))
+    app.command("eval-sts")(guard(takes_groups(eval_sts)))

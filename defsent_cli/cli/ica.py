@@ -23,6 +23,8 @@ Fun = opt.choices("Fun", FUNS)
 
 Dtype = opt.choices("Dtype", DTYPES)
 
+IcaSeed = opt.seed_option("FastICA random_state (its starting unmixing matrix).")
+
 
 def ica(
     bank_path: Annotated[
@@ -57,9 +59,7 @@ def ica(
         float, typer.Option("--tol", callback=opt.NON_NEGATIVE, help="FastICA convergence tolerance.")
     ] = 1e-4,
     max_iter: Annotated[int, typer.Option("--max-iter", min=1, help="FastICA iteration limit.")] = 1000,
-    seed: Annotated[
-        int, typer.Option("--seed", min=0, max=2**32 - 1, help="FastICA random_state (its starting unmixing matrix).")
-    ] = opt.SEED_DEFAULT,
+    seed: IcaSeed = opt.SEED_DEFAULT,
     standardize: Annotated[
         bool | None,
         typer.Option(

@@ -14,6 +14,9 @@ from ..errors import DefsentError
 from ..io import check_output
 from . import options as opt
 from .boundary import guard
+from .encode import RECORDS
+from .groups import Values, change, takes_groups
+from .models import BUDGET, MODEL, load
 
 
 def index_command(
@@ -24,23 +27,12 @@ def index_command(
         ),
     ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The index to write (.h5).", show_default=False)] = ...,
-    model: opt.Model = None,
-    field: Annotated[
-        str | None, typer.Option("--field", help="Read JSONL and index this string field of each object.")
-    ] = None,
-    id_field: Annotated[
-        str | None,
-        typer.Option(
-            "--id-field", help="With --field: each row's id (a string or a number; default: the line number)."
-        ),
-    ] = None,
+    model: Values = MODEL(without=BUDGET),
+    records: Values = RECORDS(
+        field=change(help="Read JSONL and index this string field of each object."),
+        id_field=change(help="With --field: each row's id (a string or a number; default: the line number)."),
+    ),
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    max_length: opt.MaxLength = None,
-    skip_blank: Annotated[bool, typer.Option("--skip-blank", help="Skip blank lines instead of failing.")] = False,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -69,9 +61,9 @@ def index_command(
     ids: list = []
     lines: list[str] = []
     if distributed.is_main() or not from_stdin:
-        ids, lines = read_plain_records(sources, field, id_field, skip_blank, "index", "texts")
-    loaded = opt.load(model, device, runtime, precision)
-    extra = {"source_field": field or "", "id_field": id_field or ""}
+        ids, lines = read_plain_records(sources, records.field, records.id_field, records.skip_blank, "index", "texts")
+    loaded = load(model)
+    extra = {"source_field": records.field or "", "id_field": records.id_field or ""}
     with distributed.session(loaded.device):
         if from_stdin:
             ids, lines = distributed.broadcast_object((ids, lines))
@@ -81,8 +73,8 @@ def index_command(
             loaded,
             output,
             pooling=opt.value(pooling),
-            batch_size=batch_size,
-            max_length=max_length,
+            batch_size=model.batch_size,
+            max_length=model.max_length,
             show_progress=show_progress,
             source=",".join(sources),
             extra_attrs=extra,
@@ -95,4 +87,4 @@ def index_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("index")(guard(index_command))
+    app.command("index")(guard(takes_groups(index_command)))

@@ -14,8 +14,21 @@ from ..errors import DefsentError
 from ..io import check_output, outputs_together, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
+from .models import BUDGET, MODEL, TOOLBOX, encode_spec, load_encoder
 from .render import inspect_table, show
 from .results import expand_models
+
+InspectModels = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Describe this model's sentence embeddings instead (repeatable, quoted globs): the figures on "
+        "--corpus, alignment / uniformity on STS-B train.",
+        show_default=False,
+    ),
+]
 
 
 def inspect(
@@ -23,16 +36,7 @@ def inspect(
         list[Path] | None,
         typer.Argument(metavar="PATHS", help="Bank(s) (.h5) or vector files (.npy) to describe, in order."),
     ] = None,
-    model: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="Describe this model's sentence embeddings instead (repeatable, quoted globs): the figures on "
-            "--corpus, alignment / uniformity on STS-B train.",
-            show_default=False,
-        ),
-    ] = None,
+    model: Values = MODEL(model=change(annotation=InspectModels), without=BUDGET),
     data: Annotated[
         Path | None,
         typer.Option(
@@ -79,22 +83,8 @@ def inspect(
     ] = None,
     force: opt.Force = False,
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    max_length: opt.MaxLength = None,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
+    toolbox: Values = TOOLBOX(),
     show_progress: opt.Progress = None,
-    layers: opt.Layers = None,
-    template: opt.Template = None,
-    ditto_head: opt.DittoHead = None,
-    weighting: opt.WeightingOption = None,
-    idf_corpus: opt.IdfCorpus = None,
-    drop_tokens: opt.DropTokens = None,
-    post: opt.Post = None,
-    fit_on: opt.FitOn = None,
-    post_file: opt.PostFile = None,
-    normalize: opt.Normalize = None,
 ) -> None:
     """Isotropy figures (mean cosine, variance shares, I(W), IsoScore, skewness / kurtosis) of entry spaces,
     optional plot; or of a model's sentence embeddings, with alignment and uniformity.
@@ -114,7 +104,8 @@ def inspect(
     from ..formats.vectors import load_space  # numpy: imported by the command, not by --help
     from ..space.isotropy import space_report
 
-    if not paths and not model:
+    folders = model.model  # -m, repeatable
+    if not paths and not folders:
         raise DefsentError("nothing to inspect: give bank or vector files, or --model PATH")
     if output is not None:
         check_output(output, force, stdout=True)
@@ -127,29 +118,17 @@ def inspect(
     spaces = [load_space(p, limit, seed) for p in paths or []]
     reports = [space_report(space, pairs, seed) for space in spaces]
     sentences = []
-    if model:
+    if folders:
         import torch
 
         from ..evaluation.geometry import GeometryData, sentence_geometry
 
-        spec = opt.encode_spec(
-            pooling,
-            layers,
-            template,
-            ditto_head,
-            weighting,
-            idf_corpus,
-            drop_tokens,
-            post,
-            fit_on,
-            post_file,
-            normalize,
-        )
-        models = expand_models(model)
+        spec = encode_spec(pooling, toolbox)
+        models = expand_models(folders)
         inputs = GeometryData.load(data, corpus, limit, seed, stsb)  # data problems surface before a model loads
         for path in models:
             torch.manual_seed(seed)
-            encoder = opt.encoder(spec, path, device, runtime, precision, batch_size, max_length, show_progress)
+            encoder = load_encoder(spec, model, path, show_progress)
             sentences.append(sentence_geometry(encoder, inputs, pairs, seed))
     if reports:
         show(inspect_table(reports), to_stdout=False)
@@ -163,8 +142,8 @@ def inspect(
     if output is not None or as_json:
         from ..formats.results import provenance
 
-        inputs_read = [*(paths or []), *([corpus] if model and corpus else []), *([data] if model and data else [])]
-        document["provenance"] = provenance(models if model else [], inputs_read, seed)
+        inputs_read = [*(paths or []), *([corpus] if folders and corpus else []), *([data] if folders and data else [])]
+        document["provenance"] = provenance(models if folders else [], inputs_read, seed)
     with outputs_together(output, plot):  # a plot that fails takes the JSON with it
         if output is not None:
             write_json(output, document)
@@ -181,4 +160,4 @@ def inspect(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("inspect")(guard(inspect))
+    app.command("inspect")(guard(takes_groups(inspect)))

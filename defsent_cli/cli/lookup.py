@@ -16,6 +16,8 @@ from ..io import read_texts, write_stdout
 from ..log import note
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
+from .models import MODEL, QUERIES, load
 
 if TYPE_CHECKING:  # the reverse dictionary runs in torch: imported by the commands, not by --help
     from ..evaluation.reverse_dict import QueryEncoder
@@ -105,7 +107,7 @@ def choose_bank(loaded, bank: Path | None, word_head) -> Path | None:
 
 
 def lookup_command(
-    model: CheckpointModel = None,
+    model: Values = MODEL(model=change(annotation=CheckpointModel), without=QUERIES),
     bank: CandidateBank = None,
     queries: Annotated[
         list[str] | None, typer.Argument(metavar="QUERIES", help="Definitions to look up; none: one per line on stdin.")
@@ -114,10 +116,6 @@ def lookup_command(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query on stdout.")] = False,
     pooling: QueryPooling = None,
     word_head: opt.WordHead = None,
-    batch_size: opt.BatchSize = 32,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
 ) -> None:
     """Reverse dictionary: print the entries whose bank vectors best match each definition.
 
@@ -131,16 +129,16 @@ def lookup_command(
 
     queries = read_queries(queries, "definitions", "give a definition to look up", "lookup")
     check_candidates(bank, word_head)
-    loaded = opt.load(model, device, runtime, precision)
+    loaded = load(model)
     bank = choose_bank(loaded, bank, word_head)
     encoder, entries = candidates(loaded, bank, word_head, pooling)
-    vectors = encoder.encode(queries, batch_size)
+    vectors = encoder.encode(queries, model.batch_size)
     indices, scores = top_k(vectors, entries, k)
     lines = []
     if as_json:  # where the hits came from, on every line (each line is a whole result)
         from ..formats.results import provenance
 
-        origin = provenance([model], [bank] if bank is not None else [])
+        origin = provenance([model.model], [bank] if bank is not None else [])
     width = indices.shape[1]
     names = entries.entries_at(indices.ravel())  # the hits' entry strings, read at once (the bank stays on disk)
     for number, (query, values) in enumerate(zip(queries, scores, strict=True)):
@@ -160,4 +158,4 @@ def lookup_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("lookup")(guard(lookup_command))
+    app.command("lookup")(guard(takes_groups(lookup_command)))

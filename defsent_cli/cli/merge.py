@@ -10,10 +10,8 @@ import typer
 
 from .. import __version__
 from ..console import say
-from ..encoder.models import load_model
 from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA, Criterion
-from ..formats.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
 from ..io import check_output
 from ..merging import METHODS
 from . import options as opt
@@ -75,6 +73,8 @@ def merge_command(
     The merged folder is a normal checkpoint (transformers and sentence-transformers load it); its
     defsent.json records the models, the weights and the whole alpha curve.
     """
+    from ..encoder.models import load_model
+    from ..formats.checkpoint import CHECKPOINT_FORMAT, save_checkpoint
     from ..merging.search import merge, parse_alphas  # torch: imported by the command, not by --help
     from ..merging.weights import check_compatible, load_ingredient, with_weights
 
@@ -130,7 +130,8 @@ def merge_command(
 
     read = [task_folder_provenance(task.folder) for task in criterion.tasks] if criterion is not None else []
     info["provenance"] = provenance(folders, read)  # every model given, kept in the merge or not
-    save_checkpoint(output, work.model, work.tokenizer, info, work.max_length, force=force)
+    card = ("weight-space merge", "a weight-space merge of the models below.")
+    save_checkpoint(output, work.model, work.tokenizer, info, work.max_length, force=force, card=card)
     chosen = f"alpha {result.report['alpha']:g}" if "alpha" in result.report else f"{len(result.members)} models"
     scored = f", {criterion.name} {result.report['selected_score']:.2f}" if "selected_score" in result.report else ""
     say(f"wrote {output}: {opt.value(method)}, {chosen}{scored}")

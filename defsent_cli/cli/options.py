@@ -1,7 +1,10 @@
 """Every option shared by several commands, declared once (named as sentence-transformers names them).
 
 A command writes ``model: options.Model`` (required) or ``pooling: options.Pooling = None``; choices
-are Enums, so Click validates them (and lists them in ``--help``) before any work starts.
+are Enums, so Click validates them (and lists them in ``--help``) before any work starts. Options a command
+takes as a whole are groups (``groups.py``): the model's and the toolbox's in ``models.py``, which also loads
+what they name; the training loop's in ``loop_options.py``. This module loads nothing (``-m``'s callback
+resolves a Hub name to its local folder).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import typer
 from ..constraints import Interval, problem
 from ..encoder.choices import WORD_HEADS
 from ..encoder.pooling import POOLINGS
-from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES, TRAIN_PRECISIONS
-from ..errors import DefsentError, count
+from ..encoder.precision import TRAIN_PRECISIONS
+from ..errors import DefsentError
 from ..evaluation.criteria import CRITERIA
 from ..formats.dictionary import SPLITS
 from ..training.config import (
@@ -88,7 +91,6 @@ WordHead = Annotated[
     ),
 ]
 Split = choices("Split", SPLITS)
-Weighting = choices("Weighting", ("idf", "none"))
 
 
 # ---------------------------------------------------------------- models and devices
@@ -186,17 +188,6 @@ OWN_POOLING_HELP = (
 )
 
 
-def training_pooling(model: Path, chosen: Any, allowed: tuple[str, ...]) -> str:
-    """The pooling a training command uses: the user's, else the model folder's own (CLS, the paper's, where
-    the folder names none or one this objective cannot train with). The trainer's first line says which."""
-    if chosen is not None:
-        return value(chosen)
-    from ..encoder.models import own_pooling
-
-    own = own_pooling(model)
-    return own if own in allowed else "cls"
-
-
 Device = Annotated[str, typer.Option("--device", envvar="DEFSENT_DEVICE", help="cpu, cuda, cuda:N or auto.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, help="Texts per forward pass.")]
 MAX_LENGTH_HELP = "Truncate inputs to this many tokens (default: the model's limit)."
@@ -210,7 +201,16 @@ Progress = Annotated[
     ),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")]
-Seed = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Random seed.")]
+
+
+def seed_option(help: str) -> Any:
+    """``--seed`` with this help, its range the seed's one constraint (``training/config.py``: numpy's and
+    torch's seeds, 32-bit unsigned), shown by ``--help``."""
+    rule = CONSTRAINTS["seed"]
+    return Annotated[int, typer.Option("--seed", min=int(rule.low), max=int(rule.high), help=help)]
+
+
+Seed = seed_option("Random seed.")
 SEED_DEFAULT = DEFAULT_SEED
 Data = Annotated[
     Path | None,
@@ -233,74 +233,6 @@ Limit = Annotated[
     typer.Option("--limit", min=1, help="Use a seeded random sample (--seed) of this many definitions."),
 ]
 Bank = Annotated[Path, typer.Option("--bank", help="Entry bank (.h5).", show_default=False)]
-
-RuntimeName = choices("RuntimeName", RUNTIMES)
-PrecisionName = choices("PrecisionName", INFERENCE_PRECISIONS)
-Runtime = Annotated[
-    RuntimeName,
-    typer.Option(
-        "--runtime",
-        envvar="DEFSENT_RUNTIME",
-        help="torch, or onnx: ONNX Runtime on the CPU (the graph exported once and cached; --device auto runs it "
-        "on the CPU).",
-    ),
-]
-Precision = Annotated[
-    PrecisionName,
-    typer.Option(
-        "--precision",
-        envvar="DEFSENT_PRECISION",
-        help="fp32; tf32 (fp32 with TF32 matrix products on a CUDA GPU); fp16 or bf16 (half-precision weights, "
-        "for GPUs; pooling in fp32); int8 (dynamic quantization; needs --runtime onnx).",
-    ),
-]
-RUNTIME_DEFAULT, PRECISION_DEFAULT = RuntimeName("torch"), PrecisionName("fp32")
-BatchTokens = Annotated[
-    int | None,
-    typer.Option(
-        "--batch-tokens",
-        min=1,
-        help="Also cap each batch at this many tokens, padding included (a token budget: long texts come fewer per "
-        "batch, short ones up to --batch-size). E.g. -b 1024 --batch-tokens 32768 on a GPU.",
-    ),
-]
-
-
-CudaGraphs = Annotated[
-    bool,
-    typer.Option(
-        "--cuda-graphs",
-        help="On a CUDA GPU: record each batch shape's forward pass once (lengths rounded up to a multiple of 8 "
-        "tokens) and replay it in one launch: for small batches and small encoders, whose kernel launches "
-        "cost more than their arithmetic (MiniLM on an H200: 1.66x faster at fp32 batch 32, 1.18x at fp16 batch "
-        "256, but 0.72x at fp32 batch 256; docs/speed.md). Same vectors within float noise.",
-    ),
-]
-
-
-def load(model, device, runtime="torch", precision="fp32", batch_tokens: int | None = None, cuda_graphs: bool = False):
-    """The model folder, loaded on this process's device (``auto`` is the CPU for ONNX Runtime; under
-    torchrun cuda:LOCAL_RANK), with the runtime, precision and batching asked for (checked before the model
-    loads)."""
-    from .. import distributed
-    from ..encoder.cuda_graphs import check_cuda_graphs
-    from ..encoder.models import load_model
-    from ..encoder.onnx_runtime import check_runtime, runtime_device, use_runtime
-
-    runtime, precision = value(runtime), value(precision)
-    check_runtime(runtime, precision, device)
-    device = distributed.local_device(runtime_device(runtime, device))
-    if cuda_graphs:
-        check_cuda_graphs(runtime, device)
-    loaded = use_runtime(load_model(model, device), runtime, precision)
-    loaded.batch_tokens, loaded.cuda_graphs = batch_tokens, cuda_graphs
-    return loaded
-
-
-def encoder(spec, model, device, runtime, precision, batch_size: int, max_length, show_progress):
-    """A model folder loaded (:func:`load`) and resolved by an EncodeSpec into an Encoder."""
-    loaded = load(model, device, runtime, precision)
-    return spec.resolve(loaded, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
 
 
 # ---------------------------------------------------------------- training runs (train, tsdae)
@@ -345,13 +277,6 @@ NmDeletion = Annotated[
 ]
 
 
-def noise_matching(weight: float, temperature: float, deletion: float):
-    """The +NM term of ``--nm-weight`` (None when it is 0)."""
-    from ..training.noise_matching import NoiseMatching  # torch: imported by the command, not by --help
-
-    return NoiseMatching(weight, temperature, deletion) if weight else None
-
-
 Batching = choices("Batching", BATCHINGS)
 TrainPrecisionName = choices("TrainPrecisionName", TRAIN_PRECISIONS)
 EvalOn = choices("EvalOn", CRITERIA)
@@ -360,38 +285,6 @@ EvalOn = choices("EvalOn", CRITERIA)
 SentenceEvalOn = choices("SentenceEvalOn", [name for name in CRITERIA if name != "dict-dev"])
 TeacherEvalOn = choices("TeacherEvalOn", ("dev", "stsb-dev"))
 Keep = choices("Keep", KEEP)
-
-
-def training_warnings(
-    eval_every: int, mlm_weight: float | None = None, nm_weight: float | None = None
-) -> list[tuple[str, bool, str]]:
-    """The ``warn_ineffective`` rows of the options every trainer shares: evaluation without --eval-every, and
-    (a command with --mlm-weight, --nm-weight) their settings without them."""
-    never = "--eval-every is 0, so the model is never evaluated; pass --eval-every N to evaluate"
-    rows = [
-        ("eval_on", not eval_every, f"--eval-on has no effect: {never}"),
-        ("data", not eval_every, f"--data (the evaluation data) has no effect: {never}"),
-    ]
-    if mlm_weight is not None:
-        rows.append(
-            ("mlm_probability", not mlm_weight, "--mlm-probability has no effect without --mlm-weight (no MLM loss)")
-        )
-    if nm_weight is not None:
-        rows += [
-            (name, not nm_weight, f"--{name.replace('_', '-')} has no effect without --nm-weight (no Noise Matching)")
-            for name in ("nm_temperature", "nm_deletion")
-        ]
-    return rows
-
-
-def split_warning(sentences: Path) -> tuple[str, bool, str]:
-    """The ``warn_ineffective`` row of ``--split`` given with a text file (tsdae, simcse)."""
-    return (
-        "split",
-        sentences.suffix.lower() != ".jsonl",
-        f"--split has no effect: it picks a dictionary's definitions, and {sentences} is a text file "
-        "(every line is used)",
-    )
 
 
 # ---------------------------------------------------------------- training on plain sentences (tsdae, simcse)
@@ -448,13 +341,7 @@ MaxScore = Annotated[
 ]
 
 
-def trained_summary(output: Path, info: dict, what: str) -> str:
-    """The closing line of a training command: steps, data, final loss, and the kept step of a dev curve."""
-    kept = f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
-    return f"wrote {output}: {count(info['steps'], 'step')} on {what}, final loss {info['final_loss']}{kept}"
-
-
-# ---------------------------------------------------------------- pooling and the training-free toolbox
+# ---------------------------------------------------------------- pooling (the toolbox on top of it: models.py)
 
 Pooling = Annotated[
     PoolingName | None,
@@ -465,95 +352,3 @@ Pooling = Annotated[
         show_default=False,
     ),
 ]
-Layers = Annotated[
-    str | None,
-    typer.Option(
-        "--layers",
-        help="Average these hidden_states before pooling: indices (0 = embedding output, L = last layer, "
-        "negative from the end), first-last (= 0 and L; --layers 1,L is the fixed-SimCSE variant) or last.",
-    ),
-]
-Template = Annotated[
-    str | None,
-    typer.Option(
-        "--template",
-        help="Prompt template for prompt / prompt-avg: defsent (default), T0-T4, or your own with [X] and [MASK] "
-        "(several masks are averaged).",
-    ),
-]
-DittoHead = Annotated[
-    str | None,
-    typer.Option(
-        "--ditto-head",
-        help="Ditto's attention head LAYER-HEAD, 1-based (default 1-10; defsent ditto-search finds a model's best).",
-    ),
-]
-WeightingOption = Annotated[
-    Weighting | None,
-    typer.Option("--weighting", help="idf: weight tokens by log(N/df), rescaled to sum to 1 per text."),
-]
-IdfCorpus = Annotated[
-    Path | None,
-    typer.Option("--idf-corpus", help="Lines to count df on (default: the encoded texts, the 'target' setting)."),
-]
-DropTokens = Annotated[
-    str | None,
-    typer.Option(
-        "--drop-tokens",
-        help="biases: leave out PromptBERT's 36 frequent tokens, punctuation and subword pieces when pooling "
-        "(or a comma list of frequent, punctuation, subword).",
-    ),
-]
-Post = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--post",
-        help="Post-processing, in order (repeat or comma-separate): zscore, quantile[:normal], whiten, "
-        "whiten-k:K, abtt:D, l2. Fitted on --fit-on, else on the encoded texts (the 'target' setting).",
-    ),
-]
-FitOn = Annotated[Path | None, typer.Option("--fit-on", help="Fit --post on the sentences of this file.")]
-PostFile = Annotated[
-    Path | None, typer.Option("--post-file", help="Apply a chain fitted by defsent fit-post (instead of --post).")
-]
-Normalize = Annotated[
-    bool | None,
-    typer.Option(
-        "--normalize/--no-normalize",
-        help="L2-normalise each vector, after --post. Default: as the model folder says (a sentence-transformers "
-        "folder whose modules end in Normalize, such as all-MiniLM-L6-v2, normalises; other folders do not).",
-        show_default=False,
-    ),
-]
-
-
-def encode_spec(
-    pooling=None,
-    layers=None,
-    template=None,
-    ditto_head=None,
-    weighting=None,
-    idf_corpus=None,
-    drop_tokens=None,
-    post=None,
-    fit_on=None,
-    post_file=None,
-    normalize=None,
-):
-    """The pooling, toolbox and normalisation options of a command, checked, as one EncodeSpec."""
-    from ..encoder.spec import EncodeSpec
-
-    spec = EncodeSpec(
-        value(pooling),
-        layers,
-        template,
-        ditto_head,
-        value(weighting),
-        idf_corpus,
-        drop_tokens,
-        tuple(post or ()),
-        fit_on,
-        post_file,
-        normalize,
-    )
-    return spec.check()

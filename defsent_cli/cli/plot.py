@@ -54,9 +54,9 @@ def plot_command(
       defsent plot lr-2e-5/ lr-3e-5/ --smooth 5 --title 'learning rates' \\
           -o curves.svg
     """
+    from ..formats.curves import check_diverged, read_runs
     from ..io import check_output
     from ..space.plots import check_plot_path, plot_curves
-    from ..training.curves import check_diverged, read_runs
 
     check_output(check_plot_path(output, needs="defsent plot"), force)
     curves = read_runs(runs)

@@ -11,6 +11,12 @@ from ..console import say
 from ..errors import count
 from . import options as opt
 from .boundary import guard, warn_ineffective
+from .groups import Values, change, takes_groups
+from .models import MODEL, encode_spec, load_encoder
+
+BiEncoder = Annotated[
+    Path | None, typer.Option("--model", "-m", help="The bi-encoder of --strategy semantic.", show_default=False)
+]
 
 
 def sample_pairs_command(
@@ -38,13 +44,8 @@ def sample_pairs_command(
     per_sentence: Annotated[
         int, typer.Option("--per-sentence", "-k", min=1, help="Pairs per sentence and strategy.")
     ] = 3,
-    model: Annotated[
-        Path | None,
-        typer.Option("--model", "-m", help="The bi-encoder of --strategy semantic.", show_default=False),
-    ] = None,
+    model: Values = MODEL(model=change(annotation=BiEncoder), only=("model", "batch_size", "device")),
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    device: opt.Device = "auto",
     seed: opt.Seed = opt.SEED_DEFAULT,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
@@ -62,18 +63,17 @@ def sample_pairs_command(
     from ..io import check_output, output_name, text_output
 
     if strategy is None:  # the thesis's union needs a bi-encoder: without one, random pairs
-        strategy = "random,semantic" if model is not None else "random"
+        strategy = "random,semantic" if model.model is not None else "random"
     strategies = [s.strip() for s in strategy.split(",") if s.strip()]
     warn_ineffective(
         ctx, [("model", "semantic" not in strategies, "--model has no effect without --strategy semantic")]
     )
     check_output(output, force, stdout=True)
     pool, read_as = read_pool(sentences)
-    check_sampling(pool, strategies, model is not None)  # before a model loads
+    check_sampling(pool, strategies, model.model is not None)  # before a model loads
     encode = None
     if "semantic" in strategies:
-        encoder = opt.encoder(opt.encode_spec(pooling), model, device, "torch", "fp32", batch_size, None, show_progress)
-        encode = encoder
+        encode = load_encoder(encode_spec(pooling), model, show_progress=show_progress)
     pairs = sample_pairs(pool, strategies, per_sentence, seed, encode)
     with text_output(output) as fh:
         for i, j in pairs:
@@ -85,4 +85,4 @@ def sample_pairs_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sample-pairs")(guard(sample_pairs_command))
+    app.command("sample-pairs")(guard(takes_groups(sample_pairs_command)))

@@ -14,7 +14,9 @@ from ..io import write_stdout
 from ..log import note
 from . import options as opt
 from .boundary import guard
+from .groups import Values, change, takes_groups
 from .lookup import read_queries
+from .models import MODEL, QUERIES, load
 
 SimilarityName = opt.choices("SimilarityName", ("cosine", "dot"))
 Similarity = Annotated[
@@ -65,17 +67,17 @@ def collection_model(model: Path | None, collection: Path) -> Path:
     return resolve_model(str(folder))
 
 
-def open_collection(path, model, similarity, batch_size, pooling, device, runtime, precision, dictionary=None):
+def open_collection(path: Path, model: Values, similarity, pooling, dictionary: Path | None = None):
     """The index or bank at ``path`` with its query encoder, loaded (:mod:`defsent_cli.serve.search`)."""
     from ..serve.search import bank_collection, index_collection, open_collection_file
 
     file = open_collection_file(path)
-    loaded = opt.load(collection_model(model, path), device, runtime, precision)
+    loaded = load(model, collection_model(model.model, path))
     if file.kind == "index":
         if dictionary is not None:
             raise DefsentError("--dictionary gives a bank's definitions; an index holds its own texts")
-        return index_collection(file, loaded, batch_size, opt.value(pooling))
-    return bank_collection(file, loaded, opt.value(similarity), batch_size, opt.value(pooling), dictionary)
+        return index_collection(file, loaded, model.batch_size, opt.value(pooling))
+    return bank_collection(file, loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary)
 
 
 def search_command(
@@ -90,14 +92,10 @@ def search_command(
     ] = ...,
     k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Hits to show per query.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query on stdout.")] = False,
-    model: CollectionModel = None,
+    model: Values = MODEL(model=change(annotation=CollectionModel), without=QUERIES),
     similarity: Similarity = SimilarityName("cosine"),
     dictionary: Dictionary = None,
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    device: opt.Device = "auto",
-    runtime: opt.Runtime = opt.RUNTIME_DEFAULT,
-    precision: opt.Precision = opt.PRECISION_DEFAULT,
 ) -> None:
     """Search a text index or an entry bank: the k rows most similar to each query, best first (exact search).
 
@@ -110,7 +108,7 @@ def search_command(
     Scores are cosines unless --similarity dot (a bank's raw dot products); the line on stderr says which.
     """
     queries = read_queries(queries, "queries", "give something to search for", "search")
-    collection = open_collection(index, model, similarity, batch_size, pooling, device, runtime, precision, dictionary)
+    collection = open_collection(index, model, similarity, pooling, dictionary)
     found = collection.search(queries, k)
     lines = []
     for query, hits in zip(queries, found, strict=True):
@@ -131,4 +129,4 @@ def search_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("search")(guard(search_command))
+    app.command("search")(guard(takes_groups(search_command)))

@@ -14,6 +14,8 @@ from ..console import say
 from ..errors import DefsentError
 from . import options as opt
 from .boundary import guard
+from .groups import Values, takes_groups
+from .models import MODEL, encode_spec, load
 from .search import Dictionary, Similarity, SimilarityName
 
 ServeRuntime = opt.choices("ServeRuntime", ("auto", "torch", "onnx"))
@@ -71,7 +73,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve_command(
-    model: opt.Model = None,
+    model: Values = MODEL(only=("model", "batch_size", "device")),
     bank: Annotated[
         Path | None,
         typer.Option("--bank", help="An entry bank (.h5): the reverse dictionary at /v1/lookup and on the page."),
@@ -128,8 +130,6 @@ def serve_command(
     ] = 30.0,
     similarity: Similarity = SimilarityName("cosine"),
     pooling: opt.Pooling = None,
-    batch_size: opt.BatchSize = 32,
-    device: opt.Device = "auto",
     runtime: Annotated[
         ServeRuntime,
         typer.Option(
@@ -170,19 +170,20 @@ def serve_command(
         bank_file = open_bank(bank)
     if dictionary is not None and bank is None:
         raise DefsentError("--dictionary gives the bank's definitions: pass --bank too")
-    runtime_name, precision_name = choose_runtime(opt.value(runtime), opt.value(precision), device)
+    runtime_name, precision_name = choose_runtime(opt.value(runtime), opt.value(precision), model.device)
     sock = listen(host, port)
     try:
-        loaded = opt.load(model, device, runtime_name, precision_name)
-        spec = opt.encode_spec(opt.value(pooling))
-        encoder = spec.resolve(loaded, batch_size=batch_size, show_progress=False)
+        loaded = load(model, runtime=runtime_name, precision=precision_name)
+        encoder = encode_spec(pooling).resolve(loaded, batch_size=model.batch_size, show_progress=False)
         bank_search = index_search = None
         if bank is not None:
-            bank_search = bank_collection(bank_file.load(), loaded, opt.value(similarity), batch_size, None, dictionary)
+            bank_search = bank_collection(
+                bank_file.load(), loaded, opt.value(similarity), model.batch_size, None, dictionary
+            )
         if index is not None:
-            index_search = index_collection(index_file, loaded, batch_size)
+            index_search = index_collection(index_file, loaded, model.batch_size)
         limits = Limits(max_inputs, max_chars, max_k, max_batch, max_wait_ms / 1000.0, max_queue)
-        engine = Engine(encoder, model_name(Path(model)), limits, bank_search, index_search)
+        engine = Engine(encoder, model_name(Path(model.model)), limits, bank_search, index_search)
         app = create_app(engine, Security(api_key, list(cors_origin or [])))
         config = uvicorn.Config(
             app,
@@ -207,4 +208,4 @@ def serve_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("serve")(guard(serve_command))
+    app.command("serve")(guard(takes_groups(serve_command)))

@@ -12,7 +12,19 @@ from ..errors import count
 from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TSDAE_POOLINGS
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import SENTENCE_LIMIT, loop, loop_config, training_command
+from .loop_options import (
+    LOOP,
+    SENTENCE_LIMIT,
+    Values,
+    change,
+    loop_config,
+    noise_matching,
+    split_warning,
+    takes_groups,
+    trained_summary,
+    training_pooling,
+    training_warnings,
+)
 
 ContrastiveObjective = opt.choices("ContrastiveObjective", CONTRASTIVE_OBJECTIVES)
 StopGradient = opt.choices("StopGradient", STOP_GRADIENTS)
@@ -63,28 +75,13 @@ def simcse_command(
     nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
     word_head: opt.WordHead = None,
     split: opt.SentenceSplit = opt.SentenceSplitName.train,
-    lr=loop(3e-5, help="Peak learning rate (linear decay)."),
-    batch_size=loop(64, help="Sentences per step (the global batch under torchrun)."),
-    epochs=loop(),
-    warmup_ratio=loop(),
-    weight_decay=loop(),
-    adam_eps=loop(),
-    max_grad_norm=loop(),
-    max_length=loop(32, type=int, help="Truncate sentences to this many tokens (SimCSE: 32)."),
-    batching=loop(),
-    max_steps=loop(),
-    limit=loop(help=SENTENCE_LIMIT),
-    seed=loop(),
-    eval_every=loop(),
-    eval_on=loop(type=opt.SentenceEvalOn, default=opt.SentenceEvalOn.dev),
-    keep=loop(),
-    data=loop(),
-    save_every=loop(),
-    log_every=loop(),
-    resume=loop(),
-    device=loop(),
-    precision=loop(),
-    deterministic=loop(),
+    loop: Values = LOOP(
+        lr=change(3e-5, help="Peak learning rate (linear decay)."),
+        batch_size=change(64, help="Sentences per step (the global batch under torchrun)."),
+        max_length=change(32, type=int, help="Truncate sentences to this many tokens (SimCSE: 32)."),
+        limit=change(help=SENTENCE_LIMIT),
+        eval_on=change(opt.SentenceEvalOn.dev, type=opt.SentenceEvalOn),
+    ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -110,16 +107,16 @@ def simcse_command(
     warn_ineffective(
         ctx,
         [
-            *opt.training_warnings(eval_every, mlm_weight, nm_weight),
+            *training_warnings(loop.eval_every, mlm_weight, nm_weight),
             ("word_head", not mlm_weight, "--word-head has no effect without --mlm-weight (no MLM loss)"),
             ("deletion", not nm, "--deletion has no effect: only --objective nm deletes words"),
             ("stop_gradient", not nm, "--stop-gradient has no effect: it picks a side of --objective nm's pair"),
-            opt.split_warning(sentences),
+            split_warning(sentences),
         ],
     )
     config = loop_config(
-        locals(),
-        pooling=opt.training_pooling(model, pooling, TSDAE_POOLINGS),
+        loop,
+        pooling=training_pooling(model, pooling, TSDAE_POOLINGS),
         word_head=opt.value(word_head) or "mlm",
         mlm_weight=mlm_weight,
         mlm_probability=mlm_probability,
@@ -138,21 +135,15 @@ def simcse_command(
         model,
         output,
         config,
-        resume=resume,
+        resume=loop.resume,
         force=force,
         show_progress=show_progress,
-        data=data,
-        nm=opt.noise_matching(nm_weight, nm_temperature, nm_deletion),
+        data=loop.data,
+        nm=noise_matching(nm_weight, nm_temperature, nm_deletion),
     )
     if distributed.is_main():
-        kept = (
-            f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})" if "eval_curve" in info else ""
-        )
-        say(
-            f"wrote {output}: {count(info['steps'], 'step')} on {count(info['training_sentences'], 'sentence')}, "
-            f"final loss {info['final_loss']}{kept}"
-        )
+        say(trained_summary(output, info, count(info["training_sentences"], "sentence")))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("simcse")(guard(training_command(simcse_command)))
+    app.command("simcse")(guard(takes_groups(simcse_command)))

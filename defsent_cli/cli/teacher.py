@@ -11,7 +11,18 @@ from ..console import say
 from ..errors import count
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import EACH_EPOCH, EPOCH_EVAL_EVERY, TEACHER_EVAL_ON, loop, loop_config, training_command
+from .loop_options import (
+    EACH_EPOCH,
+    LOOP,
+    PAIR_LOOP,
+    TEACHER_EVAL_ON,
+    Values,
+    change,
+    loop_config,
+    takes_groups,
+    trained_summary,
+    training_warnings,
+)
 
 Arch = opt.choices("Arch", ("ce", "cbe"))
 
@@ -38,28 +49,9 @@ def teacher_command(
         ),
     ] = True,
     max_score: opt.MaxScore = 5.0,
-    lr=loop(),
-    batch_size=loop(16, help="Pairs per step."),
-    epochs=loop(3),
-    warmup_ratio=loop(0.1),
-    weight_decay=loop(0.01),
-    adam_eps=loop(),
-    max_grad_norm=loop(),
-    max_length=loop(),
-    batching=loop(),
-    max_steps=loop(),
-    limit=loop(help="Use a seeded random sample (--seed) of this many pairs."),
-    seed=loop(),
-    eval_every=loop(None, type=int | None, help=EPOCH_EVAL_EVERY, show_default=False),
-    eval_on=loop(type=opt.TeacherEvalOn, default=opt.TeacherEvalOn.stsb_dev, help=TEACHER_EVAL_ON),
-    keep=loop(),
-    data=loop(),
-    save_every=loop(),
-    log_every=loop(),
-    resume=loop(),
-    device=loop(),
-    precision=loop(),
-    deterministic=loop(),
+    loop: Values = LOOP(
+        **{**PAIR_LOOP, "eval_on": change(opt.TeacherEvalOn.stsb_dev, type=opt.TeacherEvalOn, help=TEACHER_EVAL_ON)}
+    ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -84,26 +76,26 @@ def teacher_command(
     warn_ineffective(
         ctx,
         [
-            *opt.training_warnings(1 if eval_every is None else eval_every),
+            *training_warnings(1 if loop.eval_every is None else loop.eval_every),
             ("special_tokens", opt.value(arch) == "ce", "--special-tokens has no effect: only a cbe pools tokens"),
         ],
     )
-    config = loop_config(locals(), defaults=EACH_EPOCH, pooler="none", pooling="mean")
+    config = loop_config(loop, defaults=EACH_EPOCH, pooling="mean")
     info = train_on_pairs(
         pairs,
         model,
         output,
         config,
-        resume=resume,
+        resume=loop.resume,
         force=force,
         show_progress=show_progress,
-        data=data,
+        data=loop.data,
         max_score=max_score,
         teacher={"arch": opt.value(arch), "special_tokens": special_tokens},
     )
     if distributed.is_main():
-        say(opt.trained_summary(output, info, count(info["training_pairs"], "pair")))
+        say(trained_summary(output, info, count(info["training_pairs"], "pair")))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("teacher")(guard(training_command(teacher_command)))
+    app.command("teacher")(guard(takes_groups(teacher_command)))

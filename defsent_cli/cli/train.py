@@ -14,6 +14,7 @@ from ..errors import count
 from ..training.config import (
     BANK_DTYPES,
     CONSTRAINTS,
+    DEFINITIONS_CONSTRAINTS,
     LOGITS,
     OBJECTIVE_DEFAULTS,
     OBJECTIVES,
@@ -23,7 +24,17 @@ from ..training.config import (
 )
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import loop, loop_config, training_command
+from .loop_options import (
+    LOOP,
+    Values,
+    change,
+    loop_config,
+    noise_matching,
+    takes_groups,
+    trained_summary,
+    training_pooling,
+    training_warnings,
+)
 
 Pooler = opt.choices("Pooler", POOLER_MODES)
 
@@ -34,8 +45,10 @@ Schedule = opt.choices("Schedule", SCHEDULES)
 _PLUS, _DEFSENT = OBJECTIVE_DEFAULTS["defsent-plus"], OBJECTIVE_DEFAULTS["defsent"]
 
 
-def _defaults(objective: str) -> str:
-    return f"(default: {_PLUS[objective]:g}; --objective defsent: {_DEFSENT[objective]:g})"
+def _objective_default(name: str, what: str, kind: type) -> dict:
+    """A loop option whose default is the objective's: None on the command line, the help saying both."""
+    shown = f"(default: {_PLUS[name]:g}; --objective defsent: {_DEFSENT[name]:g})"
+    return change(None, type=kind | None, help=f"{what} {shown}.", show_default=False)
 
 
 def train_command(
@@ -97,7 +110,6 @@ def train_command(
             "folder has it trained, else none, e.g. for all-MiniLM-L6-v2).",
         ),
     ] = Pooler.auto,
-    lr=loop(None, type=float | None, help=f"Peak learning rate {_defaults('lr')}.", show_default=False),
     head_lr: Annotated[
         float | None,
         typer.Option(
@@ -106,14 +118,6 @@ def train_command(
             help="Peak learning rate of the head's dense layer (default: --lr).",
         ),
     ] = None,
-    batch_size=loop(None, type=int | None, help=f"Definitions per step {_defaults('batch_size')}.", show_default=False),
-    epochs=loop(1),
-    warmup_ratio=loop(
-        None,
-        type=float | None,
-        help=f"Share of steps for linear warm-up {_defaults('warmup_ratio')}.",
-        show_default=False,
-    ),
     schedule: Annotated[
         Schedule | None,
         typer.Option(
@@ -123,22 +127,6 @@ def train_command(
             show_default=False,
         ),
     ] = None,
-    weight_decay=loop(0.0),
-    adam_eps=loop(None, type=float | None, help=f"AdamW epsilon {_defaults('adam_eps')}.", show_default=False),
-    max_grad_norm=loop(
-        None,
-        type=float | None,
-        help=f"Gradient clipping norm, 0 = none {_defaults('max_grad_norm')}.",
-        show_default=False,
-    ),
-    seed=loop(),
-    max_length=loop(),
-    max_steps=loop(),
-    limit=loop(),
-    batching=loop(opt.Batching.bucket),
-    save_every=loop(),
-    log_every=loop(),
-    resume=loop(),
     bank_dtype: Annotated[
         BankDtype,
         typer.Option(
@@ -168,7 +156,7 @@ def train_command(
         float | None,
         typer.Option(
             "--scale",
-            callback=opt.constrained(CONSTRAINTS["scale"]),
+            callback=opt.constrained(DEFINITIONS_CONSTRAINTS["scale"]),
             help="Multiply the logits by this (default: 1 for dot, 20 for cosine).",
         ),
     ] = None,
@@ -176,7 +164,7 @@ def train_command(
         float,
         typer.Option(
             "--label-smoothing",
-            callback=opt.constrained(CONSTRAINTS["label_smoothing"]),
+            callback=opt.constrained(DEFINITIONS_CONSTRAINTS["label_smoothing"]),
             help="Put this share of the target on all entries evenly.",
         ),
     ] = 0.0,
@@ -189,13 +177,14 @@ def train_command(
             "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
         ),
     ] = 0,
-    eval_every=loop(),
-    eval_on=loop(),
-    keep=loop(),
-    data=loop(),
-    device=loop(),
-    precision=loop(),
-    deterministic=loop(),
+    loop: Values = LOOP(
+        lr=_objective_default("lr", "Peak learning rate", float),
+        batch_size=_objective_default("batch_size", "Definitions per step", int),
+        warmup_ratio=_objective_default("warmup_ratio", "Share of steps for linear warm-up", float),
+        adam_eps=_objective_default("adam_eps", "AdamW epsilon", float),
+        max_grad_norm=_objective_default("max_grad_norm", "Gradient clipping norm, 0 = none", float),
+        batching=change(opt.Batching.bucket),
+    ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -225,7 +214,7 @@ def train_command(
     warn_ineffective(
         ctx,
         [
-            *opt.training_warnings(eval_every, mlm_weight, nm_weight),
+            *training_warnings(loop.eval_every, mlm_weight, nm_weight),
             (
                 "word_head",
                 objective_name == "defsent-plus" and not mlm_weight,
@@ -241,24 +230,14 @@ def train_command(
         ],
     )
     config = loop_config(
-        locals(),
+        loop,
         defaults=defaults,
-        objective=objective_name,
         word_head=opt.value(word_head) or "mlm",
-        freeze_embeddings=freeze_embeddings,
         schedule=opt.value(schedule) or defaults["schedule"],
         mlm_weight=mlm_weight,
         mlm_probability=mlm_probability,
-        pooling=opt.training_pooling(model, pooling, TRAIN_POOLINGS),
-        pooler=opt.value(pooler),
-        inference_pooling=opt.value(inference_pooling),
+        pooling=training_pooling(model, pooling, TRAIN_POOLINGS),
         head_lr=head_lr,
-        bank_dtype=opt.value(bank_dtype),
-        shard_bank=shard_bank,
-        logits=opt.value(logits),
-        scale=scale,
-        label_smoothing=label_smoothing,
-        head_warmup_steps=head_warmup_steps,
     )
     info = train(
         dictionary,
@@ -266,23 +245,26 @@ def train_command(
         model,
         output,
         config,
-        resume=resume,
+        resume=loop.resume,
         force=force,
         show_progress=show_progress,
-        data=data,
-        nm=opt.noise_matching(nm_weight, nm_temperature, nm_deletion),
+        data=loop.data,
+        nm=noise_matching(nm_weight, nm_temperature, nm_deletion),
+        objective=objective_name,
+        pooler=opt.value(pooler),
+        inference_pooling=opt.value(inference_pooling),
+        bank_dtype=opt.value(bank_dtype),
+        shard_bank=shard_bank,
+        logits=opt.value(logits),
+        scale=scale,
+        label_smoothing=label_smoothing,
+        head_warmup_steps=head_warmup_steps,
+        freeze_embeddings=freeze_embeddings,
     )
     if distributed.is_main():
-        say(
-            f"wrote {output}: {count(info['steps'], 'step')}, final loss {info['final_loss']}, "
-            f"{info['definitions_per_second']} definitions/s"
-            + (
-                f"; kept step {info['kept_step']} ({info['eval_on']} {info['eval_curve']})"
-                if "eval_curve" in info
-                else ""
-            )
-        )
+        defs = count(info["training_definitions"], "definition")
+        say(trained_summary(output, info, defs, rate="definitions"))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train")(guard(training_command(train_command)))
+    app.command("train")(guard(takes_groups(train_command)))

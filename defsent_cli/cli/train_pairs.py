@@ -12,7 +12,17 @@ from ..errors import count
 from ..training.config import PAIR_LOSSES
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import EACH_EPOCH, EPOCH_EVAL_EVERY, loop, loop_config, training_command
+from .loop_options import (
+    EACH_EPOCH,
+    LOOP,
+    PAIR_LOOP,
+    Values,
+    loop_config,
+    noise_matching,
+    takes_groups,
+    trained_summary,
+    training_warnings,
+)
 
 PairLoss = opt.choices("PairLoss", PAIR_LOSSES)
 
@@ -37,28 +47,7 @@ def train_pairs_command(
     nm_weight: opt.NmWeight = 0.0,
     nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
     nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
-    lr=loop(),
-    batch_size=loop(16, help="Pairs per step."),
-    epochs=loop(3),
-    warmup_ratio=loop(0.1),
-    weight_decay=loop(0.01),
-    adam_eps=loop(),
-    max_grad_norm=loop(),
-    max_length=loop(),
-    batching=loop(),
-    max_steps=loop(),
-    limit=loop(help="Use a seeded random sample (--seed) of this many pairs."),
-    seed=loop(),
-    eval_every=loop(None, type=int | None, help=EPOCH_EVAL_EVERY, show_default=False),
-    eval_on=loop(type=opt.SentenceEvalOn, default=opt.SentenceEvalOn.stsb_dev),
-    keep=loop(),
-    data=loop(),
-    save_every=loop(),
-    log_every=loop(),
-    resume=loop(),
-    device=loop(),
-    precision=loop(),
-    deterministic=loop(),
+    loop: Values = LOOP(**PAIR_LOOP),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -78,24 +67,24 @@ def train_pairs_command(
     read_scored_pairs(pairs, max_score, "train-pairs", quiet=True)  # a bad file fails before torch loads
     from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
 
-    warn_ineffective(ctx, opt.training_warnings(1 if eval_every is None else eval_every, nm_weight=nm_weight))
-    config = loop_config(locals(), defaults=EACH_EPOCH, pooler="none", pooling=opt.value(pooling))
+    warn_ineffective(ctx, training_warnings(1 if loop.eval_every is None else loop.eval_every, nm_weight=nm_weight))
+    config = loop_config(loop, defaults=EACH_EPOCH, pooling=opt.value(pooling))
     info = train_on_pairs(
         pairs,
         model,
         output,
         config,
-        resume=resume,
+        resume=loop.resume,
         force=force,
         show_progress=show_progress,
-        data=data,
+        data=loop.data,
         loss=opt.value(loss),
         max_score=max_score,
-        nm=opt.noise_matching(nm_weight, nm_temperature, nm_deletion),
+        nm=noise_matching(nm_weight, nm_temperature, nm_deletion),
     )
     if distributed.is_main():
-        say(opt.trained_summary(output, info, count(info["training_pairs"], "pair")))
+        say(trained_summary(output, info, count(info["training_pairs"], "pair")))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train-pairs")(guard(training_command(train_pairs_command)))
+    app.command("train-pairs")(guard(takes_groups(train_pairs_command)))

@@ -11,7 +11,18 @@ from ..errors import count
 from ..training.config import NON_NEGATIVE, TSDAE_POOLINGS
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import SENTENCE_LIMIT, loop, loop_config, training_command
+from .loop_options import (
+    FIXED_SCHEDULE,
+    LOOP,
+    SENTENCE_LIMIT,
+    Values,
+    change,
+    loop_config,
+    split_warning,
+    takes_groups,
+    trained_summary,
+    training_pooling,
+)
 
 TsdaePooling = opt.SentencePoolingName
 
@@ -37,19 +48,12 @@ def tsdae_command(
         ),
     ] = 0.0,
     temperature: opt.Temperature = opt.TEMPERATURE_DEFAULT,
-    lr=loop(3e-5, help="Learning rate (constant)."),
-    batch_size=loop(8, help="Sentences per step."),
-    epochs=loop(),
-    max_steps=loop(),
-    limit=loop(help=SENTENCE_LIMIT),
-    seed=loop(),
-    max_length=loop(),
-    save_every=loop(),
-    log_every=loop(),
-    resume=loop(),
-    device=loop(),
-    precision=loop(),
-    deterministic=loop(),
+    loop: Values = LOOP(
+        lr=change(3e-5, help="Learning rate (constant)."),
+        batch_size=change(8, help="Sentences per step."),
+        limit=change(help=SENTENCE_LIMIT),
+        without=FIXED_SCHEDULE,
+    ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -71,13 +75,13 @@ def tsdae_command(
     warn_ineffective(
         ctx,
         [
-            opt.split_warning(sentences),
+            split_warning(sentences),
             ("temperature", not nm_weight, "--temperature has no effect without --nm-weight (no InfoNCE term)"),
         ],
     )
     config = loop_config(
-        locals(),
-        pooling=opt.training_pooling(model, pooling, TSDAE_POOLINGS),
+        loop,
+        pooling=training_pooling(model, pooling, TSDAE_POOLINGS),
         warmup_ratio=0.0,
         weight_decay=0.0,
         schedule="constant",
@@ -88,14 +92,12 @@ def tsdae_command(
         model,
         output,
         config,
-        resume=resume,
+        resume=loop.resume,
         force=force,
         show_progress=show_progress,
     )
-    say(
-        f"wrote {output}: {count(info['steps'], 'step')} on {count(info['training_sentences'], 'sentence')}, final loss {info['final_loss']}"
-    )
+    say(trained_summary(output, info, count(info["training_sentences"], "sentence")))
 
 
 def register(app: typer.Typer) -> None:
-    app.command("tsdae")(guard(training_command(tsdae_command)))
+    app.command("tsdae")(guard(takes_groups(tsdae_command)))

@@ -20,7 +20,8 @@ from ..console import make_progress
 from ..errors import DefsentError
 from ..formats.dictionary import SPLITS, Entry
 from ..log import warn
-from .sources import DEFAULT_WORDNET_DIR, WORDNET_HINT, Item, normalize_space, read_source
+from .choices import DEFAULT_WORDNET_DIR, SPLIT_BY
+from .sources import WORDNET_HINT, Item, normalize_space, read_source
 from .text import ALPHANUMERIC, DUPLICATE, NO_WORD, first_sentence
 
 
@@ -182,7 +183,6 @@ def sample_entries(entries: Iterable[Entry], n: int | None, seed: int = 42) -> l
 
 # --------------------------------------------------------------------------- splits
 
-SPLIT_BY = ("definition-group", "entry")  # --split-by: the default first
 _TRAILING = " .,;:!?\u2026"  # stripped from the end of a normalised definition
 
 

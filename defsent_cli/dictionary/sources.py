@@ -19,12 +19,11 @@ from pathlib import Path
 from ..errors import DefsentError
 from ..formats.dictionary import Entry, iter_entries
 from ..io import iter_lines
+from .choices import FORMATS
 from .text import Pair, normalize_space, not_a_definition
 
-FORMATS = ("auto", "wordnet", "oxford", "tsv", "defsent-csv", "jsonl", "dictd", "glossary")
 # what pyglossary reads that no reader here does: --format auto sends these to it (.dsl.dz: a gzipped DSL)
 GLOSSARY_SUFFIXES = (".ifo", ".bgl", ".xdxf", ".dsl", ".dsl.dz", ".mdx", ".slob", ".ldf", ".tei", ".zim")
-DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
 WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 DEFSENT_SEPARATOR = "<|list_more_def|>"
 ENCODING_HINT = "; pass --encoding (e.g. utf-16 for the DefSent+ CSV)"

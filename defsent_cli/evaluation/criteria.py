@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import distributed
-from ..encoder.models import LoadedModel, load_model
 from ..errors import DefsentError
-from ..formats.checkpoint import read_info
 from ..log import warn
+
+if TYPE_CHECKING:  # the command line lists CRITERIA without the model and checkpoint code
+    from ..encoder.models import LoadedModel
 
 CRITERIA = {
     "dev": "mean of STS-B dev and SICK-R trial Spearman x100",
@@ -121,9 +123,13 @@ class Criterion:
         return 100.0 * metrics["mrr"]
 
     def score_folder(self, path: Path, device: str = "auto") -> float:
+        from ..encoder.models import load_model
+
         return self.score(load_model(path, device))
 
 
 def checkpoint_seed(path: Path):
     """The training seed a checkpoint records (None for other folders)."""
+    from ..formats.checkpoint import read_info
+
     return read_info(path).get("config", {}).get("seed")

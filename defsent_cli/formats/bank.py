@@ -8,7 +8,7 @@ reverse dictionary), and written whole (:func:`write_bank`) or streamed to disk 
 (:func:`bank_output`: ``embed-entries``, ``ica --fit-rows``), so no command needs the whole matrix in memory
 unless it says so.
 
-Building a bank (encoding definitions) is :mod:`defsent_cli.training.entry_bank`; this module
+Building a bank (encoding definitions) is :mod:`defsent_cli.banks.entry_bank`; this module
 only reads, writes and checks the file.
 """
 

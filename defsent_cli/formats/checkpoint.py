@@ -113,35 +113,19 @@ def _row(name: str, value) -> str:
     return f"| {name} | {text.replace('|', '/')} |"
 
 
-#: What each kind of run did, in one sentence of the model card.
-DESCRIPTIONS = {
-    "merge": "a weight-space merge of the models below.",
-    "train": "one DefSent+ training step (Liu 2024): the encoder learns to map each dictionary definition onto "
-    "its entry's vector in a frozen entry bank.",
-    "tsdae": "TSDAE pre-training (Wang et al. 2021): the encoder learns to pool a sentence with 60% of its words "
-    "deleted into one vector from which a decoder rebuilds the sentence.",
-    "simcse": "unsupervised SimCSE (Gao et al. 2021): two dropout views of each sentence are pulled together, "
-    "the other sentences of the batch pushed away.",
-    "nm": "Noise Matching (Reiml 2023): each sentence with words deleted is pulled onto the original sentence, "
-    "the other sentences of the batch pushed away.",
-    "pairs": "a bi-encoder trained on scored sentence pairs (SBERT): the cosine of the two sentences' vectors "
-    "learns the gold score.",
-    "defsent": "one DefSent training step (Tsukagoshi et al. 2021): the pooled definition, through the model's "
-    "frozen masked-LM head, learns to predict its entry word.",
-    "teacher-ce": "a Cross-Encoder teacher trained on scored sentence pairs: both sentences in one input, its "
-    "[CLS] state scored by one logit, a sigmoid giving the pair's score. It scores pairs (defsent label); it "
-    "makes no sentence vectors.",
-    "teacher-cbe": "a Cross-Bi-Encoder teacher trained on scored sentence pairs (Reiml 2023): the two sentences in "
-    "one pass, each mean-pooled over its own tokens, the cosine giving the pair's score. It scores pairs "
-    "(defsent label).",
-}
+#: A model card's (title, sentence on what the run did), when the writer gives none: the objective gives its own
+#: (``training/objective.py``, ``Objective.card``), a merge its.
+NEUTRAL_CARD = ("{kind} run", "a `{kind}` training run of defsent; its settings and data are below.")
 
 
-def _description(info: dict) -> str:
-    """The card's sentence on what the run did: its kind's (:data:`DESCRIPTIONS`, told apart by objective,
-    teacher architecture), or for a kind without one a neutral sentence that names it."""
+def _card(info: dict, card: tuple[str, str] | None) -> tuple[str, str]:
     kind = info.get("kind", "train")
-    text = DESCRIPTIONS.get(_kind_key(info)) or f"a `{kind}` training run of defsent; its settings and data are below."
+    return card or (NEUTRAL_CARD[0].format(kind=kind), NEUTRAL_CARD[1].format(kind=kind))
+
+
+def _description(info: dict, card: tuple[str, str] | None) -> str:
+    """The card's sentence on what the run did (the objective's, a merge's), and the auxiliary losses."""
+    text = _card(info, card)[1]
     extras = []
     if info.get("nm_weight"):
         extras.append(f"plus {info['nm_weight']:g} x Noise Matching")
@@ -182,27 +166,6 @@ CRITERION_RESULTS = {
         "metric_name": "Spearman correlation of cosine similarities",
     },
 }
-#: What each kind of run is, in a few words, for the card's title.
-TITLES = {
-    "train": "DefSent+ fine-tune",
-    "defsent": "DefSent fine-tune",
-    "tsdae": "TSDAE fine-tune",
-    "simcse": "SimCSE fine-tune",
-    "nm": "Noise Matching fine-tune",
-    "pairs": "bi-encoder trained on scored pairs",
-    "teacher-ce": "Cross-Encoder teacher",
-    "teacher-cbe": "Cross-Bi-Encoder teacher",
-    "merge": "weight-space merge",
-}
-
-
-def _kind_key(info: dict) -> str:
-    kind = info.get("kind", "train")
-    return {
-        "contrastive": info.get("objective"),
-        "train": "defsent" if info.get("objective") == "defsent" else "train",
-        "teacher": f"teacher-{info.get('arch')}",
-    }.get(kind, kind) or kind
 
 
 def _kept_score(info: dict) -> tuple[str, float] | None:
@@ -306,24 +269,25 @@ def _value(value) -> str:
     return "-" if value is None else value
 
 
-def _title(name: str, info: dict) -> str:
+def _title(name: str, info: dict, card: tuple[str, str] | None) -> str:
     parents = [_origin(p, info) for p in _parents(info)]
     named = [o["hub_id"] if o else f"`{Path(p).name}`" for o, p in zip(parents, _parents(info), strict=True)]
-    what = TITLES.get(_kind_key(info), f"{info.get('kind', 'train')} run")
+    what = _card(info, card)[0]
     return f"{name}: {what} of {' and '.join(named)}" if named else f"{name}: {what}"
 
 
-def model_card(name: str, info: dict) -> str:
-    """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json``: the Hub's
+def model_card(name: str, info: dict, card: tuple[str, str] | None = None) -> str:
+    """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json`` and ``card`` (its
+    title and sentence on what the run did: the objective's, :data:`NEUTRAL_CARD` without one): the Hub's
     metadata (:func:`front_matter`), then how to use it, its data (by name and hash), settings and scores. No
     absolute local path appears in it (the folder can be published as it is; docs/formats.md)."""
     pooling = info.get("pooling", "mean")
     lines = [
         *front_matter(name, info),
         "",
-        f"# {_title(name, info)}",
+        f"# {_title(name, info, card)}",
         "",
-        f"A sentence encoder written by `defsent` {info.get('defsent_version', '')}: {_description(info)}",
+        f"A sentence encoder written by `defsent` {info.get('defsent_version', '')}: {_description(info, card)}",
         "",
         "## Use",
         "",
@@ -379,7 +343,7 @@ def model_card(name: str, info: dict) -> str:
         lines.append(_row("dictionary", _file_text(info.get("dictionary"), bank.get("dictionary_sha256"))))
         lines.append(_row("bank", _file_text(info.get("bank"), info.get("bank_sha256"))))
         lines.append(_row("bank kind / transform", f"{bank.get('kind', '?')} / {bank.get('transform', 'none')}"))
-        if bank.get("texts"):  # embed-entries --texts (training/domain_text.py)
+        if bank.get("texts"):  # embed-entries --texts (banks/domain_text.py)
             found, most = bank.get("entries_from_texts", "?"), bank.get("texts_per_entry", "?")
             files = ", ".join(Path(t).name for t in str(bank["texts"]).splitlines())  # several: one a line
             lines.append(_row("bank from domain text", f"{files}: {found} entries, up to {most} lines each"))
@@ -426,10 +390,12 @@ def save_checkpoint(
     force: bool = False,
     files: dict | None = None,
     sentence_transformer: bool = True,
+    card: tuple[str, str] | None = None,
 ) -> Path:
     """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
     ``files`` maps extra file names to the paths copied in (e.g. the loss log). Without
-    ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder)."""
+    ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder). ``card``: the model card's
+    title and sentence on what the run did (:func:`model_card`)."""
     output = check_output(output, force, kind="folder", what="a checkpoint folder")
     if "provenance" not in info:
         info = {**info, "provenance": checkpoint_provenance(info)}
@@ -444,7 +410,7 @@ def save_checkpoint(
                 tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
             )
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(model_card(output.name, info), encoding="utf-8")
+        (tmp / "README.md").write_text(model_card(output.name, info, card), encoding="utf-8")
         for name, source in (files or {}).items():
             shutil.copyfile(source, tmp / name)
         share_tree(tmp)  # the modes the umask gives (save_pretrained leaves model.safetensors private)

@@ -1,6 +1,6 @@
 """The paper's pictures of an entry space: 2-D SVD projection (uncentred) and 2-D PCA-whitened projection,
 plus the two coordinate axes with the largest excess kurtosis (where ICA's non-Gaussian axes show); and the
-loss and dev curves of training runs (``defsent plot``, read by :mod:`defsent_cli.training.curves`).
+loss and dev curves of training runs (``defsent plot``, read by :mod:`defsent_cli.formats.curves`).
 
 matplotlib is optional (the ``plot`` extra) and imported only here, with the Agg canvas:
 no display, no pyplot global state.
@@ -130,11 +130,11 @@ def plot_spaces(path: str | Path, spaces: Sequence[Space], points: int = 5000, s
 
 
 def plot_curves(path: str | Path, runs: Sequence, smooth: int = 1, title: str | None = None) -> Path:
-    """The training curves of ``runs`` (:class:`~defsent_cli.training.curves.RunCurves`), one colour a run,
+    """The training curves of ``runs`` (:class:`~defsent_cli.formats.curves.RunCurves`), one colour a run,
     labelled by its name, written atomically: the loss against the step, as a trailing moving average of
     ``smooth`` logged points over the raw curve drawn faint (``smooth`` 1: as logged); below it, when any run
     was scored as it trained, the dev score against the step, the kept checkpoint's step starred."""
-    from ..training.curves import moving_average
+    from ..formats.curves import moving_average
 
     path = check_plot_path(path, needs="defsent plot")
     figure_cls, canvas_cls = _require_matplotlib("defsent plot")

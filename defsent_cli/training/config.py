@@ -88,10 +88,7 @@ DELETION_RULE = Interval(0, 1, closed="left", optional=True)  # None: an objecti
 #: command line's options derive their checks from the same entries (``cli/options.py``, ``constrained``).
 CONSTRAINTS: dict[str, Constraint] = {
     "pooling": OneOf(TRAIN_POOLINGS),
-    "inference_pooling": OneOf(POOLINGS, optional=True),
-    "pooler": OneOf(POOLER_MODES),
     "batching": OneOf(BATCHINGS),
-    "bank_dtype": OneOf(BANK_DTYPES),
     "lr": _POSITIVE,
     "head_lr": Interval(0, closed="right", optional=True),
     "adam_eps": _POSITIVE,
@@ -107,12 +104,7 @@ CONSTRAINTS: dict[str, Constraint] = {
     "save_every": _STEPS,
     "max_length": Interval(2, integer=True, optional=True),
     "seed": Interval(0, MAX_SEED, integer=True),
-    "logits": OneOf(LOGITS),
-    "scale": Interval(0, closed="right", optional=True),
-    "label_smoothing": _FRACTION,
-    "head_warmup_steps": _STEPS,
     "keep": OneOf(KEEP, optional=True),
-    "objective": OneOf(OBJECTIVES),
     "word_head": OneOf(WORD_HEADS),
     "schedule": OneOf(SCHEDULES),
     "precision": OneOf(TRAIN_PRECISIONS),
@@ -121,14 +113,26 @@ CONSTRAINTS: dict[str, Constraint] = {
     "eval_on": OneOf(_criteria),
 }
 
+#: The constraints of DefSent+'s and DefSent's own settings (``definitions.Definitions``), declared here with the
+#: loop's so that the command line derives its checks from them without loading the objective.
+DEFINITIONS_CONSTRAINTS: dict[str, Constraint] = {
+    "objective": OneOf(OBJECTIVES),
+    "pooler": OneOf(POOLER_MODES),
+    "inference_pooling": OneOf(POOLINGS, optional=True),
+    "bank_dtype": OneOf(BANK_DTYPES),
+    "logits": OneOf(LOGITS),
+    "scale": Interval(0, closed="right", optional=True),
+    "label_smoothing": _FRACTION,
+    "head_warmup_steps": _STEPS,
+}
+
 
 @dataclass
 class TrainConfig:
-    """One PST step's settings; the defaults are DefSent+'s where the reference fixes them."""
+    """The training loop's settings, every objective's (an objective's own are its ``settings()``); the defaults
+    are DefSent+'s where the reference fixes them."""
 
     pooling: str = "cls"  # cls | mean: pool(last_hidden_state) before the head
-    pooler: str = "auto"  # auto | keep | mlm-dense | none | linear
-    inference_pooling: str | None = None  # pooling stored for encode/eval (default: ``pooling``)
     lr: float = 2e-5
     head_lr: float | None = None  # the head's dense layer's peak rate (default: lr)
     batch_size: int = 32
@@ -146,18 +150,10 @@ class TrainConfig:
     save_every: int = 500
     log_every: int = 20
     device: str = "auto"
-    bank_dtype: str = "float32"  # float32 | float16: how the frozen bank is held in memory
-    shard_bank: bool | None = None  # torchrun: each process holds 1/N of the bank (None: from 1 GiB of bank on)
-    logits: str = "dot"  # dot (DefSent+) | cosine: logits = scale * cos(rep, bank row)
-    scale: float | None = None  # multiplies the logits (default DEFAULT_SCALE[logits])
-    label_smoothing: float = 0.0
-    head_warmup_steps: int = 0  # train only the head for this many steps first (LP-FT)
     eval_every: int | str = 0  # score the model on eval_on every N steps (and at the end), or "epoch"; 0: never
     eval_on: str = "dev"  # a criterion of evaluation/criteria.py
     keep: str | None = None  # best | last (default: best with eval_every, else last)
-    objective: str = "defsent-plus"  # defsent-plus | defsent
     word_head: str = "mlm"  # mlm | embeddings: the frozen word-prediction layer (objective defsent, --mlm-weight)
-    freeze_embeddings: bool | None = None  # the encoder's embedding layer frozen (default: True for defsent)
     schedule: str = "linear"  # linear: warm-up then linear decay to 0; constant: warm-up then constant
     mlm_weight: float = 0.0  # lambda of the auxiliary masked-LM loss (0: none)
     mlm_probability: float = 0.15  # share of tokens masked for it
@@ -165,45 +161,18 @@ class TrainConfig:
     deterministic: bool = False  # torch's deterministic algorithms: bit-identical resumes on CUDA too
 
     @property
-    def embeddings_frozen(self) -> bool:
-        return self.objective == "defsent" if self.freeze_embeddings is None else bool(self.freeze_embeddings)
-
-    @property
-    def logit_scale(self) -> float:
-        return DEFAULT_SCALE[self.logits] if self.scale is None else float(self.scale)
-
-    @property
     def kept(self) -> str:
         return self.keep or ("best" if self.eval_every else "last")
 
+    def __post_init__(self) -> None:
+        self.validate()  # a TrainConfig that exists is a valid one: checked once, where it is made
+
     def validate(self) -> TrainConfig:
         """Every value checked (one-line DefsentError): each field against :data:`CONSTRAINTS`, then the rules
-        that tie fields together; returns self."""
+        that tie fields together; returns self. Run by the constructor."""
         if self.eval_every != EVAL_EACH_EPOCH and not Interval(0, integer=True).allows(self.eval_every):
             raise DefsentError(f"--eval-every must be 0 (never), a number of steps or {EVAL_EACH_EPOCH!r}")
         check_all(self, CONSTRAINTS)
-        if self.head_warmup_steps and self.pooler == "none":
-            raise DefsentError("--head-warmup-steps trains the head first; --pooler none has no head")
         if self.keep == "best" and not self.eval_every:
             raise DefsentError("--keep best needs --eval-every N (the steps at which checkpoints are scored)")
-        if self.objective == "defsent":
-            mixed = [
-                option
-                for option, used in (
-                    ("--pooler", self.pooler != "auto"),
-                    ("--head-lr", self.head_lr is not None),
-                    ("--head-warmup-steps", self.head_warmup_steps > 0),
-                    ("--logits cosine", self.logits != "dot"),
-                    ("--scale", self.scale is not None),
-                    ("--bank-dtype float16", self.bank_dtype != "float32"),
-                    ("--shard-bank", bool(self.shard_bank)),
-                    ("--eval-on dict-dev", self.eval_on == "dict-dev"),
-                )
-                if used
-            ]
-            if mixed:
-                raise DefsentError(
-                    f"{', '.join(mixed)}: DefSent+ options; --objective defsent predicts the word through the frozen "
-                    "word head (--word-head) over the vocabulary"
-                )
         return self

@@ -71,8 +71,9 @@ from .config import (
     TrainConfig,
 )
 from .forward import TrainForward, batch, forward, noised
+from .loop import ObjectiveRun
 from .loss import info_nce
-from .objective import Objective, ObjectiveRun, register
+from .objective import Objective, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
 
 
@@ -90,6 +91,23 @@ class Contrastive(Objective):
         "stop_gradient": OneOf(STOP_GRADIENTS, optional=True),
     }
     clip_modules = False  # the MLP's gradients were never clipped: the encoder's alone (Loop.clipped)
+    unit = "sentences"
+    #: the model card's title and sentence, by objective
+    cards = {
+        "simcse": (
+            "SimCSE fine-tune",
+            "unsupervised SimCSE (Gao et al. 2021): two dropout views of each sentence are pulled together, the "
+            "other sentences of the batch pushed away.",
+        ),
+        "nm": (
+            "Noise Matching fine-tune",
+            "Noise Matching (Reiml 2023): each sentence with words deleted is pulled onto the original sentence, the "
+            "other sentences of the batch pushed away.",
+        ),
+    }
+
+    def card(self) -> tuple[str, str]:
+        return self.cards[self.variant]
 
     def __init__(
         self,
@@ -213,7 +231,7 @@ class Contrastive(Objective):
             "training_sentences": len(run.data),
             **self.settings(),
             "split": self.split if run.dictionary.suffix.lower() == ".jsonl" else None,
-            **run._dev_info(),
+            **run.dev_info(),
         }
 
     def state_document(self) -> dict:

@@ -33,13 +33,25 @@ from ..encoder.word_head import WORD_HEAD_FILE, save_word_head
 from ..errors import DefsentError, count
 from ..formats.bank import check_bank_matches, open_bank
 from ..formats.dictionary import check_dictionary
-from .config import TrainConfig
+from .config import DEFAULT_SCALE, DEFINITIONS_CONSTRAINTS, OBJECTIVE_DEFAULTS, TrainConfig
 from .data import training_data, word_training_data
 from .forward import TrainForward, batch, forward, noised
-from .loop import StepLoss
+from .loop import ObjectiveRun, StepLoss
 from .loss import bank_cross_entropy
-from .objective import Objective, ObjectiveRun, register
+from .objective import Objective, register
 from .sharded_loss import BankShard, wants_sharding
+
+#: The DefSent+ options that DefSent's word prediction does not take (checked by :meth:`Definitions.check`).
+_PLUS_ONLY = (
+    ("--pooler", lambda d, c: d.pooler != "auto"),
+    ("--head-lr", lambda d, c: c.head_lr is not None),
+    ("--head-warmup-steps", lambda d, c: d.head_warmup_steps > 0),
+    ("--logits cosine", lambda d, c: d.logits != "dot"),
+    ("--scale", lambda d, c: d.scale is not None),
+    ("--bank-dtype float16", lambda d, c: d.bank_dtype != "float32"),
+    ("--shard-bank", lambda d, c: bool(d.shard_bank)),
+    ("--eval-on dict-dev", lambda d, c: c.eval_on == "dict-dev"),
+)
 
 
 @register
@@ -48,18 +60,104 @@ class Definitions(Objective):
 
     name = kind = "train"
     data_argument = "DICTIONARY"
+    unit = "defs"
     mlm = nm = True  # takes --mlm-weight and --nm-weight (forward.py)
     dev_key = None  # the state's document is the dev tracker's own, as train's always was
     best_prefix = ""  # and the kept-best weights bare
+    constraints = DEFINITIONS_CONSTRAINTS
+    #: each objective's reference settings of the loop where the command line is silent (``config.py``)
+    defaults = OBJECTIVE_DEFAULTS
+    #: the model card's title and sentence, by objective
+    cards = {
+        "defsent-plus": (
+            "DefSent+ fine-tune",
+            "one DefSent+ training step (Liu 2024): the encoder learns to map each dictionary definition onto its "
+            "entry's vector in a frozen entry bank.",
+        ),
+        "defsent": (
+            "DefSent fine-tune",
+            "one DefSent training step (Tsukagoshi et al. 2021): the pooled definition, through the model's frozen "
+            "masked-LM head, learns to predict its entry word.",
+        ),
+    }
 
-    def __init__(self, bank: Path | None = None):
+    def __init__(
+        self,
+        bank: Path | None = None,
+        objective: str = "defsent-plus",
+        pooler: str = "auto",
+        inference_pooling: str | None = None,
+        bank_dtype: str = "float32",
+        shard_bank: bool | None = None,
+        logits: str = "dot",
+        scale: float | None = None,
+        label_smoothing: float = 0.0,
+        head_warmup_steps: int = 0,
+        freeze_embeddings: bool | None = None,
+    ):
         self.bank_path = Path(bank) if bank is not None else None
+        self.objective, self.pooler, self.inference_pooling = objective, pooler, inference_pooling
+        self.bank_dtype, self.shard_bank, self.logits, self.scale = bank_dtype, shard_bank, logits, scale
+        self.label_smoothing, self.head_warmup_steps = label_smoothing, head_warmup_steps
+        self.freeze_embeddings = freeze_embeddings
         self.shard: BankShard | None = None  # --shard-bank: this process's rows of the bank (else self.bank is all)
+
+    def settings(self) -> dict:
+        """DefSent+'s and DefSent's own settings (in defsent.json's ``config`` beside the loop's, as they always
+        were)."""
+        return {
+            "pooler": self.pooler,
+            "inference_pooling": self.inference_pooling,
+            "bank_dtype": self.bank_dtype,
+            "shard_bank": self.shard_bank,
+            "logits": self.logits,
+            "scale": self.scale,
+            "label_smoothing": self.label_smoothing,
+            "head_warmup_steps": self.head_warmup_steps,
+            "objective": self.objective,
+            "freeze_embeddings": self.freeze_embeddings,
+        }
+
+    @property
+    def embeddings_frozen(self) -> bool:
+        """DefSent freezes the embedding layer unless told otherwise; DefSent+ trains it."""
+        return self.objective == "defsent" if self.freeze_embeddings is None else bool(self.freeze_embeddings)
+
+    @property
+    def logit_scale(self) -> float:
+        return DEFAULT_SCALE[self.logits] if self.scale is None else float(self.scale)
 
     def check(self, config: TrainConfig) -> None:
         super().check(config)
-        if config.objective != "defsent" and self.bank_path is None:
+        if self.head_warmup_steps and self.pooler == "none":
+            raise DefsentError("--head-warmup-steps trains the head first; --pooler none has no head")
+        if self.objective == "defsent":
+            mixed = [option for option, used in _PLUS_ONLY if used(self, config)]
+            if mixed:
+                raise DefsentError(
+                    f"{', '.join(mixed)}: DefSent+ options; --objective defsent predicts the word through the frozen "
+                    "word head (--word-head) over the vocabulary"
+                )
+            if self.bank_path is not None:
+                raise DefsentError(
+                    "--objective defsent predicts the word over the vocabulary and uses no --bank; drop it"
+                )
+        elif self.bank_path is None:
             raise DefsentError("--objective defsent-plus trains against an entry bank: pass --bank BANK.h5")
+
+    def card(self) -> tuple[str, str]:
+        return self.cards[self.objective]
+
+    def encoder_start(self) -> tuple[int, str]:
+        return self.head_warmup_steps, "--head-warmup-steps"
+
+    def unused_parameters(self, run: ObjectiveRun) -> bool:
+        """--pooler none leaves a trainable pooler out of the loss (the default's case), a head warm-up the
+        encoder."""
+        return super().unused_parameters(run) or self.head_warmup_steps > 0
+
+    def inputs(self) -> dict[str, Path]:
+        return {"--bank": self.bank_path} if self.bank_path is not None else {}
 
     def dev_data(self, path: Path) -> tuple[Path | None, Path | None]:
         return path, self.bank_path
@@ -68,7 +166,7 @@ class Definitions(Objective):
         """The entry bank, opened and checked against the dictionary (its rows are read by :meth:`setup`: all of
         them, or this process's shard)."""
         check_dictionary(path)
-        if config.objective == "defsent":
+        if self.objective == "defsent":
             return None
         bank = open_bank(self.bank_path)
         check_bank_matches(bank, path)
@@ -76,7 +174,6 @@ class Definitions(Objective):
 
     def setup(self, run: ObjectiveRun, bank) -> None:
         config, loaded = run.config, run.loaded
-        run.bank_path = self.bank_path  # an input the resumable state records
         if bank is None:
             # DefSent: logits = word_head(pool(h)) over the vocabulary; the vocabulary is the bank, the token the label
             self.word_head = run.word_head()
@@ -92,27 +189,27 @@ class Definitions(Objective):
                     f"bank has {bank.dim} dims but the model {run.base_model} has {loaded.dim}", path=self.bank_path
                 )
             self.bank_attrs, self.n_bank = bank.attrs, len(bank)
-            cosine = config.logits == "cosine"  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
+            cosine = self.logits == "cosine"  # cos(rep, row) = unit(rep) . unit(row): the bank is normalised once
             vectors = None
-            if wants_sharding(config.shard_bank, len(bank), bank.dim, config.bank_dtype):
-                self.shard = BankShard.read(bank, config.bank_dtype, run.device, cosine, config.label_smoothing)
+            if wants_sharding(self.shard_bank, len(bank), bank.dim, self.bank_dtype):
+                self.shard = BankShard.read(bank, self.bank_dtype, run.device, cosine, self.label_smoothing)
             else:
-                vectors = torch.from_numpy(bank.rows(dtype=config.bank_dtype))
+                vectors = torch.from_numpy(bank.rows(dtype=self.bank_dtype))
                 if cosine:
                     vectors = torch.nn.functional.normalize(vectors, dim=1)
             self.head = setup_pooler(
-                run.model, config.pooler, loaded.transformer_dir, loaded.missing_keys, warn=distributed.is_main()
+                run.model, self.pooler, loaded.transformer_dir, loaded.missing_keys, warn=distributed.is_main()
             )
             run.data = training_data(run.dictionary, bank.splits, loaded.tokenizer, run.pool, run.max_length, config)
         # float16 halves the bank's memory (all of it, or the shard, in every process); the loss math stays float32.
         if self.shard is not None:
             self.bank, self.bank_mean = self.shard.rows, None
         else:
-            self.bank = vectors.to(run.device, getattr(torch, config.bank_dtype))
-            smoothing = config.label_smoothing
+            self.bank = vectors.to(run.device, getattr(torch, self.bank_dtype))
+            smoothing = self.label_smoothing
             self.bank_mean = vectors.double().mean(dim=0).float().to(run.device) if smoothing else None
         del bank, vectors
-        if config.embeddings_frozen:  # DefSent: freeze_token_embeddings (the whole embedding layer)
+        if self.embeddings_frozen:  # DefSent: freeze_token_embeddings (the whole embedding layer)
             embeddings = getattr(run.model, "embeddings", None) or run.model.get_input_embeddings()
             embeddings.requires_grad_(False)
         run.head = self.head
@@ -129,7 +226,7 @@ class Definitions(Objective):
         return groups
 
     def served(self, run: ObjectiveRun) -> tuple[str, str]:
-        return run.config.inference_pooling or run.config.pooling, self.head.mode_description
+        return self.inference_pooling or run.config.pooling, self.head.mode_description
 
     def loss(self, run: ObjectiveRun, index: np.ndarray) -> torch.Tensor | StepLoss:
         """logits = scale * rep . bank^T (dot) or scale * cos(rep, row) (cosine); cross-entropy on the entry's row
@@ -138,28 +235,28 @@ class Definitions(Objective):
 
         With the bank sharded (``--shard-bank``) the cross-entropy is over the whole global batch
         (``run.global_batch``), from this process's rows of the bank: a :class:`StepLoss` then."""
-        config, device = run.config, run.device
+        device = run.device
         definitions = batch(run, [run.data.token_ids[i] for i in index])
-        head_only = run.step < config.head_warmup_steps  # a head warm-up trains the head alone: no MLM pass
+        head_only = run.step < self.head_warmup_steps  # a head warm-up trains the head alone: no MLM pass
         reps, aux = forward(
             run, definitions, mlm_on=None if head_only else definitions, head_only=head_only, nm_on=noised(run, index)
         )
-        if config.logits == "cosine":
+        if self.logits == "cosine":
             reps = torch.nn.functional.normalize(reps, dim=1)
-        if config.logit_scale != 1.0:
-            reps = reps * config.logit_scale
+        if self.logit_scale != 1.0:
+            reps = reps * self.logit_scale
         if self.shard is not None:
             labels = to_device(torch.from_numpy(run.data.labels[run.global_batch]), device)
-            return StepLoss(self.shard.loss(reps, labels, run.sizes, config.label_smoothing), aux)
+            return StepLoss(self.shard.loss(reps, labels, run.sizes, self.label_smoothing), aux)
         labels = to_device(torch.from_numpy(run.data.labels[index]), device)
         loss = bank_cross_entropy(
-            reps, self.bank, labels, label_smoothing=config.label_smoothing, mean_row=self.bank_mean
+            reps, self.bank, labels, label_smoothing=self.label_smoothing, mean_row=self.bank_mean
         )
         return loss if aux is None else loss + aux
 
     def describe(self, run: ObjectiveRun) -> str:
         config = run.config
-        against = "vocabulary tokens" if config.objective == "defsent" else "entries"
+        against = "vocabulary tokens" if self.objective == "defsent" else "entries"
         return (
             f"training {run.base_model} on {count(len(run.data), 'definition')} against {self.n_bank:,} {against} "
             f"({config.pooling} pooling, head {self.head.mode_description}, lr {config.lr:g}, "
@@ -178,11 +275,11 @@ class Definitions(Objective):
         config, defs = run.config, len(run.data)
         return {
             "kind": self.kind,
-            "pooling": config.inference_pooling or config.pooling,
+            "pooling": self.inference_pooling or config.pooling,
             "train_pooling": config.pooling,
             "head": self.head.mode_description,
-            "pooler_mode": config.pooler,
-            "objective": config.objective,
+            "pooler_mode": self.pooler,
+            "objective": self.objective,
             "dictionary": str(run.dictionary.resolve()),
             **self._target_info(run),
             "training_definitions": defs,
@@ -190,7 +287,7 @@ class Definitions(Objective):
             "definitions_per_second": round(
                 min(run.step * config.batch_size, defs * config.epochs) / max(run.elapsed, 1e-9), 2
             ),
-            **run._dev_info(),
+            **run.dev_info(),
         }
 
     def _target_info(self, run: ObjectiveRun) -> dict:
@@ -210,7 +307,7 @@ class Definitions(Objective):
         }
 
 
-def pst_step(dictionary: Path, bank: Path | None, base_model: Path, config: TrainConfig) -> ObjectiveRun:
+def pst_step(dictionary: Path, bank: Path | None, base_model: Path, config: TrainConfig, **settings) -> ObjectiveRun:
     """The run of one PST step, set up and ready to :meth:`~loop.Loop.run` (benchmarks and tests drive it by hand;
-    ``run.train`` writes its checkpoint)."""
-    return ObjectiveRun(Definitions(bank), dictionary, base_model, config)
+    ``run.train`` writes its checkpoint); ``settings``: :class:`Definitions`' own (``pooler="keep"``)."""
+    return ObjectiveRun(Definitions(bank, **settings), dictionary, base_model, config)

@@ -1,8 +1,9 @@
-"""The training loop every objective runs (issue 57): the optimiser step, the schedule, precision, the
-torchrun weighting, clipping, the log, dev evaluation and keep-best, and the resumable state, in one class,
-:class:`Loop`, that knows no objective. Its one subclass, ``objective.py``'s :class:`ObjectiveRun`, sets up the model
-and the data of any registered objective (``definitions.py``: DefSent+ and DefSent; ``tsdae.py``, ``contrastive.py``,
-``pairs.py``, ``teachers.py``) and gives :meth:`Loop.loss_on`, :meth:`Loop.describe` and :meth:`Loop.info`.
+"""The run every objective trains in (issues 57, 70): one class, :class:`Loop`, that knows no objective. It sets up
+once (the checks, the seeds, the model and its pooling and token limit, the optimiser over the encoder and the
+objective's modules), then runs the loop (the optimiser step, the schedule, precision, the torchrun weighting,
+clipping, the log, dev evaluation and keep-best, the resumable state); what trains beside the encoder, its data and
+its loss are the :class:`~objective.Objective`'s (``definitions.py``: DefSent+ and DefSent; ``tsdae.py``,
+``contrastive.py``, ``pairs.py``, ``teachers.py``), asked through the hooks of its contract.
 
 Under ``torchrun`` (``distributed.py``) the same run is shared by N processes
 with PyTorch's DistributedDataParallel: every process forms the same global
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from contextlib import nullcontext
 from dataclasses import asdict
@@ -26,13 +28,19 @@ import torch
 
 from .. import __version__, distributed
 from ..console import make_progress
+from ..encoder.models import load_model
+from ..encoder.pooling import get_pooling
 from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_train_precision, tf32
+from ..encoder.word_head import load_word_head
 from ..errors import DefsentError, count
+from ..evaluation.criteria import Criterion
 from ..formats.checkpoint import CHECKPOINT_FORMAT
 from ..log import warn
-from .config import EVAL_EACH_EPOCH
+from .config import EVAL_EACH_EPOCH, TrainConfig
 from .data import Schedule
 from .dev_eval import DevTracker
+from .mlm import MaskedLM
+from .noise_matching import NoiseMatching
 from .state import STATE_FILE, save_state
 
 
@@ -74,27 +82,60 @@ class StepLoss(NamedTuple):
 
 
 class Loop:
-    """One run's optimiser, schedule, counters and loop; what trains and its loss are the subclass's."""
+    """One run of one :class:`~objective.Objective`: set up once, then trained by :meth:`run`."""
 
-    #: whether the checkpoint is a sentence-transformers bi-encoder folder (a Cross-Encoder teacher is not)
-    sentence_transformer = True
-    #: the head between pooling and the loss, if any (its dense layer is the pooler's: see :meth:`distribute`)
-    head: torch.nn.Module | None = None
-    #: an input file beside the data (train's entry bank), recorded by :meth:`inputs`
-    bank_path: Path | None = None
+    def __init__(self, objective, data: Path, base_model: Path, config: TrainConfig, nm: NoiseMatching | None = None):
+        """``objective``: an :class:`~objective.Objective` (the loop imports no objective, not even the contract's
+        module: it calls the hooks of the one it is handed)."""
+        self.objective = objective
+        self.config = config  # checked when it was made (TrainConfig.__post_init__)
+        objective.check(config)
+        self.nm = nm.check() if nm is not None else None  # the auxiliary +NM term (forward.forward computes it)
+        refusal = objective.nm_refusal() if nm is not None else None
+        if refusal:
+            raise DefsentError(refusal)
+        self.dictionary, self.base_model = Path(data), Path(base_model)
+        items = objective.read(self.dictionary, config)
+        self.rank, self.world = distributed.rank(), distributed.world()
+        if objective.one_process and self.world > 1:
+            raise DefsentError(f"defsent {objective.name} runs in one process (not under torchrun)")
+        if config.mlm_weight and not objective.mlm:
+            raise DefsentError(f"defsent {objective.name} takes no --mlm-weight")
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        self.loaded = load_model(base_model, distributed.local_device(config.device), **objective.model_options())
+        self.device, self.model = self.loaded.device, self.loaded.model
+        self.sentence_transformer = objective.sentence_transformer
+        self.max_length = self.loaded.token_limit(config.max_length)
+        self.pool = get_pooling(config.pooling)
+        self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
+        self.head: torch.nn.Module | None = None  # the head between pooling and the loss, if the setup sets one
+        self._word_head = None
+        objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
+        # the auxiliary MLM loss of any objective that takes it (forward.forward), on the frozen word head
+        self.mlm = (
+            MaskedLM(self.loaded.tokenizer, self.word_head(), config.mlm_probability) if config.mlm_weight else None
+        )
+        self.loaded.model = self.model
+        if self.net is None:
+            self.net = self.model
+        self._start(self._optimizer())
+        if self.world > 1:
+            torch.manual_seed(config.seed + 1_000_003 * self.rank)
 
     def _start(self, optimizer: torch.optim.Optimizer) -> None:
-        """What every run starts from, train's and tsdae's: data order, optimiser, LR schedule, empty counters,
-        the precision (and fp16's gradient scaler)."""
+        """What every run starts from: data order, optimiser, LR schedule, empty counters, the precision (and
+        fp16's gradient scaler)."""
         config = self.config
         self.schedule = Schedule(self.data, config)
         self.total_steps = self.schedule.total_steps()
         self.optimizer = optimizer
+        self.encoder_start, self.encoder_start_option = self.objective.encoder_start()
         self.scheduler = linear_schedule(
             optimizer,
             round(config.warmup_ratio * self.total_steps),
             self.total_steps,
-            encoder_start=min(config.head_warmup_steps, self.total_steps),
+            encoder_start=min(self.encoder_start, self.total_steps),
             decay=config.schedule == "linear",
         )
         if distributed.is_main():
@@ -106,17 +147,54 @@ class Loop:
         self.scaler = grad_scaler(self.precision, self.device)  # fp16 only
         self.dev: DevTracker | None = None  # set by track_dev()
 
+    def word_head(self):
+        """The model's frozen word-prediction layer (``--word-head``), loaded once: DefSent's objective, the MLM's
+        head."""
+        if self._word_head is None:
+            self._word_head = load_word_head(self.loaded, self.config.word_head)
+        return self._word_head
+
+    def _own(self) -> dict[str, dict[str, torch.Tensor]]:
+        """Each module's weights that are not the encoder's (a tied decoder shares its embeddings)."""
+        shared = {p.data_ptr() for p in self.model.parameters()}
+        return {
+            name: {k: v for k, v in module.state_dict().items() if v.data_ptr() not in shared}
+            for name, module in self.objective.modules().items()
+        }
+
+    def trained(self) -> list[torch.nn.Parameter]:
+        """The encoder's parameters, then the objective's modules' own, each once (the optimiser's order)."""
+        seen: set[int] = set()
+        params = []
+        for module in (self.model, *self.objective.modules().values()):
+            for p in module.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    params.append(p)
+        return params
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        config = self.config
+        params = [p for p in self.trained() if p.requires_grad]
+        encoder = {id(p) for p in self.model.parameters()}
+        groups = self.objective.param_groups(
+            self, [p for p in params if id(p) in encoder], [p for p in params if id(p) not in encoder]
+        )
+        return torch.optim.AdamW(
+            groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
+        )
+
     def _warn_idle_schedule(self) -> None:
         """Say so when the schedule gives the encoder learning rate 0 at every step of the run: the linear warm-up
         starts at 0 (transformers' schedule), so a run of one step with a warm-up of one (``--max-steps 1
         --warmup-ratio 0.6``), or a head warm-up as long as the run, trains the encoder not at all."""
         total, config = self.total_steps, self.config
         factor = self.scheduler.lr_lambdas[0]
-        start = min(config.head_warmup_steps, total)
+        start = min(self.encoder_start, total)
         if total > start + 1 or any(factor(step) > 0 for step in range(total)):
             return  # from step start + 1 on the rate is above 0: something trains
         if start >= total:
-            why = f"--head-warmup-steps {config.head_warmup_steps} covers all {count(total, 'step')}"
+            why = f"{self.encoder_start_option} {self.encoder_start} covers all {count(total, 'step')}"
         else:
             why = (
                 f"the warm-up ({count(round(config.warmup_ratio * total), 'step')} of {count(total, 'step')}, "
@@ -138,26 +216,24 @@ class Loop:
         if self.world == 1 or isinstance(self.net, torch.nn.parallel.DistributedDataParallel):
             return
         distributed.init(self.device)
-        # --pooler none leaves a trainable pooler out of the loss, and a head warm-up the encoder: DDP must not
-        # wait for their gradients. Where every trainable parameter is used (a frozen or absent pooler), it need
-        # not walk the graph after every forward pass looking for unused ones (nor warn that it found none).
-        pooler = getattr(self.model, "pooler", None)
-        idle_pooler = getattr(self.head, "dense", None) is None and any(
-            p.requires_grad for p in (pooler.parameters() if pooler is not None else ())
-        )
+        # Where every trainable parameter takes part in the loss, DDP need not walk the graph after every forward
+        # pass looking for unused ones (nor warn that it found none): the objective says when some do not.
         self.net = torch.nn.parallel.DistributedDataParallel(
             self.net,
             device_ids=[self.device] if self.device.type == "cuda" else None,
-            find_unused_parameters=idle_pooler or self.config.head_warmup_steps > 0,
+            find_unused_parameters=self.objective.unused_parameters(self),
         )
 
     def train_mode(self) -> None:
         """Dropout on for what trains."""
         self.model.train()
+        for module in self.objective.modules().values():
+            module.train()
 
     def clipped(self):
-        """The parameters whose gradient norm is clipped."""
-        return self.model.parameters()
+        """The parameters whose gradient norm is clipped: the encoder's, and the objective's modules' unless it
+        says otherwise."""
+        return self.trained() if self.objective.clip_modules else self.model.parameters()
 
     def train_step(self, index: np.ndarray) -> torch.Tensor:
         """One optimiser step on the global batch ``index``; returns its mean loss as a device scalar
@@ -179,6 +255,7 @@ class Loop:
         Mixed precision (``--precision bf16|fp16``): the forward pass under autocast, the weights and
         optimizer in float32; fp16 scales the loss (GradScaler) and unscales before clipping.
         """
+        self.objective.step_begin(self, index)  # the whole global batch, before each process takes its share
         self.train_mode()
         self.global_batch = index
         self.sizes = distributed.shard_sizes(len(index)) if self.world > 1 else None  # every process's share
@@ -220,12 +297,19 @@ class Loop:
 
     # --- what the resumable state carries beyond weights, optimiser and log (see state.py) ---------
 
-    #: how the command line names the data file this run reads (``self.dictionary``), for resume's messages
-    data_argument = "DICTIONARY"
+    @property
+    def data_argument(self) -> str:
+        """How the command line names the data file this run reads (``self.dictionary``), for resume's messages."""
+        return self.objective.data_argument
+
+    def run_settings(self) -> dict:
+        """Every setting of the run, the loop's and the objective's (``defsent.json``'s and the state's ``config``;
+        required equal on ``--resume``)."""
+        return {**asdict(self.config), **self.objective.settings()}
 
     def settings(self) -> dict:
-        """What this kind of run adds to :class:`TrainConfig` (recorded, and required equal on --resume)."""
-        return {}
+        """The auxiliary terms' settings (+NM's; the state's ``settings``, required equal on ``--resume``)."""
+        return self.nm.settings() if self.nm is not None else {}
 
     def inputs(self) -> dict[str, dict]:
         """The files this run reads, by the names the command line gives them, each as a resume recognises it
@@ -235,18 +319,45 @@ class Loop:
             from .state import input_record, model_record
 
             found = {self.data_argument: input_record(self.dictionary)}
-            if self.bank_path is not None:
-                found["--bank"] = input_record(self.bank_path)
+            found.update({name: input_record(path) for name, path in self.objective.inputs().items()})
             found["--model"] = model_record(self.loaded.transformer_dir or self.base_model, self.base_model)
             self._inputs = found
         return self._inputs
 
     def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        return self.dev.state() if self.dev is not None else ({}, {})
+        """The objective's document and its modules' weights, and the dev tracker's (with the kept-best weights)."""
+        doc, tensors = self.objective.state_document(), {}
+        for name, weights in self._own().items():
+            tensors.update({f"{name}.{k}": v for k, v in weights.items()})
+        if self.dev is not None:
+            dev, best = self.dev.state()
+            key = self.objective.dev_key
+            doc = {**doc, key: dev} if key is not None else {**doc, **dev}
+            tensors.update({f"{self.objective.best_prefix}{k}": v for k, v in best.items()})
+        return doc, tensors
 
     def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
+        # the settings were compared with the saved run's before (state.check_resume)
+        for name, module in self.objective.modules().items():
+            weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
+            module.load_state_dict(weights, strict=False)
         if self.dev is not None:
-            self.dev.restore(extra, tensors)
+            prefix, own = self.objective.best_prefix, tuple(f"{name}." for name in self.objective.modules())
+            best = {
+                k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)
+            }
+            key = self.objective.dev_key
+            self.dev.restore(extra.get(key, {}) if key is not None else extra, best)
+
+    def track_dev(self, criterion: Criterion) -> None:
+        """Score the model on ``criterion`` every ``--eval-every`` steps, as it is served."""
+        if self.config.eval_every:
+            pooling, head = self.objective.served(self)
+            # the model in training is a defsent checkpoint in the making: dict-dev reads it with its head
+            self.loaded.source = "defsent"
+            self.loaded.info = {"train_pooling": self.config.pooling, "head": head}
+            criterion = self.objective.criterion(self, criterion)
+            self.dev = DevTracker(criterion.prepare(), pooling, self.config.kept)
 
     # --- the loop ----------------------------------------------------------------------------------
 
@@ -267,7 +378,7 @@ class Loop:
         if self.dev is not None:
             extra += " " + config.eval_on + " {task.fields[dev]} best {task.fields[best]}"
         with (
-            make_progress("defs", show_progress if main else False, extra=extra) as progress,
+            make_progress(self.objective.unit, show_progress if main else False, extra=extra) as progress,
             open(work_dir / "log.jsonl", "a", encoding="utf-8") if main else nullcontext() as log,
         ):
             task = progress.add_task("training", total=n_defs, loss="-", lr=config.lr, dev="-", best="-")
@@ -338,7 +449,7 @@ class Loop:
             "defsent_version": __version__,
             "base_model": str(self.base_model.resolve()),
             "normalize": self.loaded.normalize,  # the base folder's Normalize module, kept by the checkpoint
-            "config": asdict(self.config),
+            "config": self.run_settings(),
             "processes": self.world,
             "precision": self.precision,
             "steps": self.step,
@@ -348,7 +459,7 @@ class Loop:
             "loss_curve": [[row["step"], row["loss"]] for row in self.log],
         }
 
-    def _dev_info(self) -> dict:
+    def dev_info(self) -> dict:
         """The dev curve, which checkpoint was kept, and its score (for defsent.json and the model card)."""
         if self.dev is None:
             return {"kept_step": self.step}
@@ -366,13 +477,22 @@ class Loop:
         }
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor | StepLoss:
-        """The mean loss over this process's items ``index`` of the global batch (or a :class:`StepLoss`)."""
-        raise NotImplementedError
+        """The objective's mean loss over this process's items ``index`` of the global batch (or a
+        :class:`StepLoss`)."""
+        return self.objective.loss(self, index)
 
     def describe(self) -> str:
         """The run in one line, for the start-of-training note."""
-        raise NotImplementedError
+        nm = f", + {self.nm.weight:g} x Noise Matching" if self.nm is not None else ""
+        return self.objective.describe(self) + nm
+
+    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
+        return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}
 
     def info(self) -> dict:
-        """What ``defsent.json`` records about this run (:meth:`run_info` and the objective's own)."""
-        raise NotImplementedError
+        """What ``defsent.json`` records about this run: :meth:`run_info`, the objective's own, the +NM term's."""
+        return {**self.run_info(), **self.objective.record(self), **self.settings()}
+
+
+#: the name objectives' hooks were written against (``run: ObjectiveRun``)
+ObjectiveRun = Loop

@@ -4,10 +4,11 @@ An :class:`Objective` says only what is its own: its settings (recorded in ``def
 state, and required equal on ``--resume``), how it reads its data, the modules it trains beside the encoder
 (a decoder, a head: their parameters join the optimiser, their weights the state, with nothing else to write),
 the loss of a batch, the run's one-line description and what it adds to the checkpoint record. Everything
-else is :class:`ObjectiveRun`'s, once for every objective: the checks of :class:`TrainConfig`, the seeds, the
-model and its pooling and token limit, the optimiser over the encoder and the objective's modules, and then
-:class:`loop.Loop`'s loop (schedule, precision, DDP weighting, clipping, logging, dev evaluation,
-keep-best, state save and resume) and ``run.fit``'s checkpoint folder.
+else is :class:`loop.Loop`'s, once for every objective: the checks of :class:`TrainConfig`, the seeds, the
+model and its pooling and token limit, the optimiser over the encoder and the objective's modules, the loop
+(schedule, precision, DDP weighting, clipping, logging, dev evaluation, keep-best, state save and resume), and
+``run.fit``'s checkpoint folder. This module imports neither torch nor the loop: a command reads an objective's
+name, settings' constraints, defaults and card without loading them.
 
     @register
     class Reconstruct(Objective):
@@ -31,24 +32,18 @@ module DDP wraps when the modules take part in the forward pass (the model, pool
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-import torch
-
-from .. import distributed
 from ..constraints import Constraint, check_all
-from ..encoder.models import load_model
-from ..encoder.pooling import get_pooling
-from ..encoder.word_head import load_word_head
-from ..errors import DefsentError
-from ..evaluation.criteria import Criterion
 from .config import TrainConfig
-from .loop import Loop
-from .mlm import MaskedLM
-from .noise_matching import NoiseMatching
+
+if TYPE_CHECKING:  # the contract names them; importing this module loads neither torch nor the loop
+    import numpy as np
+    import torch
+
+    from ..evaluation.criteria import Criterion
+    from .loop import Loop as ObjectiveRun  # noqa: F401 - the run each hook is handed
 
 #: Every registered objective by its name (:func:`register`).
 OBJECTIVES: dict[str, type[Objective]] = {}
@@ -85,6 +80,36 @@ class Objective:
     #: takes the auxiliary Noise Matching loss (``--nm-weight``), computed by ``forward.forward`` for the
     #: sentences its loss hands it (``noise_matching.Noised``)
     nm: ClassVar[bool] = False
+    #: what the progress bar counts
+    unit: ClassVar[str] = "items"
+    #: the model card's title ("DefSent+ fine-tune") and its sentence on what the run did (:meth:`card`)
+    title: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def card(self) -> tuple[str, str]:
+        """(title, description) of the checkpoint's model card (an objective with variants tells them apart)."""
+        return self.title or f"{self.name} fine-tune", self.description or (
+            f"a `{self.name}` training run of defsent; its settings and data are below."
+        )
+
+    def encoder_start(self) -> tuple[int, str]:
+        """The step from which the encoder trains (before it only the objective's modules do: a head warm-up), and
+        the option that sets it, for the loop's warning when that is the whole run."""
+        return 0, ""
+
+    def unused_parameters(self, run: ObjectiveRun) -> bool:
+        """Whether some trainable parameter may take no part in a step's loss (DDP must then look for them, and
+        need not where all do). By default: the model's trainable pooler when no head (``run.head``) uses its dense
+        layer (a plain BERT's pooler under mean pooling, --pooler none)."""
+        pooler = getattr(run.model, "pooler", None)
+        return getattr(run.head, "dense", None) is None and any(
+            p.requires_grad for p in (pooler.parameters() if pooler is not None else ())
+        )
+
+    def inputs(self) -> dict[str, Path]:
+        """Input files beside the data and the model (train's ``--bank``), by the option that names them: recorded
+        in the resumable state and compared on ``--resume``."""
+        return {}
 
     def model_options(self) -> dict:
         """Keyword arguments of ``encoder.models.load_model`` beyond the folder and the device (a Cross-Encoder's
@@ -166,7 +191,7 @@ class Objective:
             "train_pooling": run.config.pooling,
             "sentences": str(run.dictionary.resolve()),
             **self.settings(),
-            **run._dev_info(),
+            **run.dev_info(),
         }
 
     def state_document(self) -> dict:
@@ -176,153 +201,3 @@ class Objective:
     def files(self, work_dir: Path) -> dict[str, Path]:
         """Files the checkpoint folder gets beside the model and the loss log (written into ``work_dir``)."""
         return {}
-
-
-class ObjectiveRun(Loop):
-    """The loop of :class:`loop.Loop` for any :class:`Objective`: set-up once, the objective's parts plugged in."""
-
-    def __init__(
-        self, objective: Objective, data: Path, base_model: Path, config: TrainConfig, nm: NoiseMatching | None = None
-    ):
-        self.objective = objective
-        self.config = config.validate()
-        objective.check(config)
-        self.nm = nm.check() if nm is not None else None  # the auxiliary +NM term (forward.forward computes it)
-        refusal = objective.nm_refusal() if nm is not None else None
-        if refusal:
-            raise DefsentError(refusal)
-        self.dictionary, self.base_model = Path(data), Path(base_model)
-        items = objective.read(self.dictionary, config)
-        self.rank, self.world = distributed.rank(), distributed.world()
-        if objective.one_process and self.world > 1:
-            raise DefsentError(f"defsent {objective.name} runs in one process (not under torchrun)")
-        if config.mlm_weight and not objective.mlm:
-            raise DefsentError(f"defsent {objective.name} takes no --mlm-weight")
-        torch.manual_seed(config.seed)
-        random.seed(config.seed)
-        self.loaded = load_model(base_model, distributed.local_device(config.device), **objective.model_options())
-        self.device, self.model = self.loaded.device, self.loaded.model
-        self.sentence_transformer = objective.sentence_transformer
-        self.max_length = self.loaded.token_limit(config.max_length)
-        self.pool = get_pooling(config.pooling)
-        self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
-        self._word_head = None
-        objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
-        # the auxiliary MLM loss of any objective that takes it (forward.forward), on the frozen word head
-        self.mlm = (
-            MaskedLM(self.loaded.tokenizer, self.word_head(), config.mlm_probability) if config.mlm_weight else None
-        )
-        self.loaded.model = self.model
-        if self.net is None:
-            self.net = self.model
-        self._start(self._optimizer())
-        if self.world > 1:
-            torch.manual_seed(config.seed + 1_000_003 * self.rank)
-
-    def word_head(self):
-        """The model's frozen word-prediction layer (``--word-head``), loaded once: DefSent's objective, the MLM's
-        head."""
-        if self._word_head is None:
-            self._word_head = load_word_head(self.loaded, self.config.word_head)
-        return self._word_head
-
-    @property
-    def data_argument(self) -> str:  # type: ignore[override]
-        return self.objective.data_argument
-
-    def _own(self) -> dict[str, dict[str, torch.Tensor]]:
-        """Each module's weights that are not the encoder's (a tied decoder shares its embeddings)."""
-        shared = {p.data_ptr() for p in self.model.parameters()}
-        return {
-            name: {k: v for k, v in module.state_dict().items() if v.data_ptr() not in shared}
-            for name, module in self.objective.modules().items()
-        }
-
-    def trained(self) -> list[torch.nn.Parameter]:
-        """The encoder's parameters, then the objective's modules' own, each once (the optimiser's order)."""
-        seen: set[int] = set()
-        params = []
-        for module in (self.model, *self.objective.modules().values()):
-            for p in module.parameters():
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    params.append(p)
-        return params
-
-    def _optimizer(self) -> torch.optim.Optimizer:
-        config = self.config
-        params = [p for p in self.trained() if p.requires_grad]
-        encoder = {id(p) for p in self.model.parameters()}
-        groups = self.objective.param_groups(
-            self, [p for p in params if id(p) in encoder], [p for p in params if id(p) not in encoder]
-        )
-        return torch.optim.AdamW(
-            groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
-        )
-
-    def clipped(self):
-        return self.trained() if self.objective.clip_modules else self.model.parameters()
-
-    def train_step(self, index: np.ndarray) -> torch.Tensor:
-        self.objective.step_begin(self, index)  # the whole global batch, before each process takes its share
-        return super().train_step(index)
-
-    def train_mode(self) -> None:
-        self.model.train()
-        for module in self.objective.modules().values():
-            module.train()
-
-    def loss_on(self, index: np.ndarray) -> torch.Tensor:
-        return self.objective.loss(self, index)
-
-    def track_dev(self, criterion: Criterion) -> None:
-        if self.config.eval_every:
-            from .dev_eval import DevTracker
-
-            pooling, head = self.objective.served(self)
-            # the model in training is a defsent checkpoint in the making: dict-dev reads it with its head
-            self.loaded.source = "defsent"
-            self.loaded.info = {"train_pooling": self.config.pooling, "head": head}
-            criterion = self.objective.criterion(self, criterion)
-            self.dev = DevTracker(criterion.prepare(), pooling, self.config.kept)
-
-    def describe(self) -> str:
-        nm = f", + {self.nm.weight:g} x Noise Matching" if self.nm is not None else ""
-        return self.objective.describe(self) + nm
-
-    def settings(self) -> dict:
-        """The objective's settings and the +NM term's (compared on ``--resume``)."""
-        return {**self.objective.settings(), **self._nm_settings()}
-
-    def _nm_settings(self) -> dict:
-        return self.nm.settings() if self.nm is not None else {}
-
-    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        doc, tensors = self.objective.state_document(), {}
-        for name, weights in self._own().items():
-            tensors.update({f"{name}.{k}": v for k, v in weights.items()})
-        if self.dev is not None:
-            dev, best = self.dev.state()
-            key = self.objective.dev_key
-            doc = {**doc, key: dev} if key is not None else {**doc, **dev}
-            tensors.update({f"{self.objective.best_prefix}{k}": v for k, v in best.items()})
-        return doc, tensors
-
-    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        # the settings were compared with the saved run's before (state.check_resume)
-        for name, module in self.objective.modules().items():
-            weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
-            module.load_state_dict(weights, strict=False)
-        if self.dev is not None:
-            prefix, own = self.objective.best_prefix, tuple(f"{name}." for name in self.objective.modules())
-            best = {
-                k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)
-            }
-            key = self.objective.dev_key
-            self.dev.restore(extra.get(key, {}) if key is not None else extra, best)
-
-    def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
-        return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}
-
-    def info(self) -> dict:
-        return {**self.run_info(), **self.objective.record(self), **self._nm_settings()}

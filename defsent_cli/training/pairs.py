@@ -39,8 +39,9 @@ from ..formats.pairs import read_scored_pairs
 from .config import PAIR_LOSSES, POSITIVE, TrainConfig
 from .data import TrainingData
 from .forward import TrainForward, batch, forward
+from .loop import ObjectiveRun
 from .noise_matching import Noised
-from .objective import Objective, ObjectiveRun, register
+from .objective import Objective, register
 
 
 def pair_loss(name: str):
@@ -61,6 +62,12 @@ class Pairs(Objective):
     """A bi-encoder regression on scored pairs: cos(u, v) against the rescaled score."""
 
     name, kind = "train-pairs", "pairs"  # name: who learns from the pairs, for the messages
+    unit = "pairs"
+    title = "bi-encoder trained on scored pairs"
+    description = (
+        "a bi-encoder trained on scored sentence pairs (SBERT): the cosine of the two sentences' vectors learns the "
+        "gold score."
+    )
     data_argument = "PAIRS"
     best_prefix = ""  # the kept-best weights are bare in the state, as they have always been
     freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
@@ -148,7 +155,7 @@ class Pairs(Objective):
             "pairs": str(run.dictionary.resolve()),
             "training_pairs": len(run.data),
             **self.settings(),
-            **run._dev_info(),
+            **run.dev_info(),
         }
 
     def state_document(self) -> dict:

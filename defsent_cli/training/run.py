@@ -88,9 +88,10 @@ def train(
     show_progress: bool | None = None,
     data: Path | None = None,
     nm: NoiseMatching | None = None,
+    **settings,
 ) -> dict:
-    """Run one training step of PST (:class:`definitions.Definitions`) and write the checkpoint folder; returns its
-    ``defsent.json``.
+    """Run one training step of PST (:class:`definitions.Definitions`, with its own ``settings``) and write the
+    checkpoint folder; returns its ``defsent.json``.
 
     With ``config.eval_every`` the model is scored on ``config.eval_on`` (evaluation data under ``data``,
     default ``$DEFSENT_DATA``) as it trains; see ``dev_eval.py``. Under torchrun every process calls this;
@@ -99,10 +100,8 @@ def train(
     """
     from .definitions import Definitions
 
-    if config.objective == "defsent" and bank is not None:
-        raise DefsentError("--objective defsent predicts the word over the vocabulary and uses no --bank; drop it")
     return objective_fit(
-        Definitions(bank), dictionary, base_model, output, config, resume, force, show_progress, data, nm
+        Definitions(bank, **settings), dictionary, base_model, output, config, resume, force, show_progress, data, nm
     )
 
 
@@ -122,11 +121,11 @@ def objective_fit(
     ``tsdae.Tsdae``, ``defsent simcse``: ``contrastive.Contrastive``); with ``config.eval_every`` it is scored on a
     dev criterion as it trains (evaluation data under ``data``), as :func:`train`; ``nm``: the auxiliary +NM term
     (``--nm-weight``)."""
-    from .objective import ObjectiveRun
+    from .loop import Loop
 
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data, show_progress, *objective.dev_data(data_file))
-    trainer = _tracking(ObjectiveRun(objective, data_file, base_model, config, nm), criterion)
+    trainer = _tracking(Loop(objective, data_file, base_model, config, nm), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 
@@ -176,6 +175,7 @@ def fit(trainer: Loop, output: Path, work_dir: Path, resume: bool, force: bool, 
                     force=force,
                     files=files,
                     sentence_transformer=trainer.sentence_transformer,
+                    card=trainer.objective.card(),
                 )
         except BaseException as exc:
             kept = main and state_path.exists()

@@ -70,7 +70,7 @@ def save_state(path: Path, trainer) -> None:
     version, internal, gauss = random.getstate()
     doc = {
         "format": STATE_FORMAT,
-        "config": asdict(trainer.config),
+        "config": trainer.run_settings(),
         "step": trainer.step,
         "world_size": trainer.world,
         "optimizer": optimizer_doc,
@@ -107,22 +107,26 @@ def _legacy_settings(doc: dict) -> dict:
 
 
 def check_resume(doc: dict, trainer, path: Path) -> None:
-    """Refuse a resume that would not continue the saved run: a setting that changes the weights differs (any
-    TrainConfig field but :data:`RESUMABLE_CHANGES`, or one of the trainer's own :meth:`settings`), or an input
+    """Refuse a resume that would not continue the saved run: a setting that changes the weights differs (any of
+    the run's settings, the loop's and the objective's, but :data:`RESUMABLE_CHANGES`, or one of the auxiliary
+    terms'), or an input
     file differs (by SHA-256: another file, the same file edited, its lines in another order). Each difference is
     named; the one place every resumable command (train, tsdae, simcse, train-pairs, teacher) checks this."""
-    saved = doc.get("config", {})
-    mine, defaults = asdict(trainer.config), asdict(TrainConfig())
+    # every setting of the run, the loop's and the objective's (a state saved before issue 70 kept the objective's
+    # in "settings", DefSent+'s in "config"; one saved before either, in "extra")
+    saved_aux = doc["settings"] if isinstance(doc.get("settings"), dict) else _legacy_settings(doc)
+    saved = {**saved_aux, **doc.get("config", {})}
+    mine, aux, defaults = trainer.run_settings(), trainer.settings(), asdict(TrainConfig())
     differ = [
-        f"{_option(k)} {_shown(mine[k])} (saved: {_shown(saved.get(k, defaults[k]))})"
+        f"{_option(k)} {_shown(mine[k])} (saved: {_shown(saved.get(k, defaults.get(k)))})"
         for k in mine
-        if k not in RESUMABLE_CHANGES and saved.get(k, defaults[k]) != mine[k]
+        if k not in RESUMABLE_CHANGES and saved.get(k, defaults.get(k)) != mine[k]
     ]
-    saved_settings = doc["settings"] if isinstance(doc.get("settings"), dict) else _legacy_settings(doc)
-    own = trainer.settings()
-    for k in dict.fromkeys([*own, *saved_settings]):  # a setting only one side has (tsdae's NM terms) differs too
-        if k not in own or k not in saved_settings or own[k] != saved_settings[k]:
-            differ.append(f"{_option(k)} {_shown(own.get(k))} (saved: {_shown(saved_settings.get(k))})")
+    # the auxiliary terms' (+NM's): a setting only one side has differs too
+    aux_saved = {k: v for k, v in saved_aux.items() if k not in mine}
+    for k in dict.fromkeys([*aux, *aux_saved]):
+        if k not in aux or k not in aux_saved or aux[k] != aux_saved[k]:
+            differ.append(f"{_option(k)} {_shown(aux.get(k))} (saved: {_shown(aux_saved.get(k))})")
     if differ:
         raise DefsentError(
             f"cannot resume: settings differ from the saved run: {'; '.join(differ)}; resume with the saved run's "

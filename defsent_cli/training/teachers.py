@@ -186,6 +186,25 @@ class Teacher(Pairs):
     def settings(self) -> dict:
         return {"arch": self.arch, "max_score": self.max_score, "special_tokens": self.special_tokens}
 
+    #: the model card's title and sentence, by architecture
+    cards = {
+        "ce": (
+            "Cross-Encoder teacher",
+            "a Cross-Encoder teacher trained on scored sentence pairs: both sentences in one input, its [CLS] state "
+            "scored by one logit, a sigmoid giving the pair's score. It scores pairs (defsent label); it makes no "
+            "sentence vectors.",
+        ),
+        "cbe": (
+            "Cross-Bi-Encoder teacher",
+            "a Cross-Bi-Encoder teacher trained on scored sentence pairs (Reiml 2023): the two sentences in one pass, "
+            "each mean-pooled over its own tokens, the cosine giving the pair's score. It scores pairs (defsent "
+            "label).",
+        ),
+    }
+
+    def card(self) -> tuple[str, str]:
+        return self.cards[self.arch]
+
     def describe(self, run) -> str:
         config = run.config
         name = {"ce": "Cross-Encoder", "cbe": "Cross-Bi-Encoder"}[self.arch]

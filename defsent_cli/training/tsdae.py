@@ -44,8 +44,9 @@ from .config import (
     TSDAE_POOLINGS,
     TrainConfig,
 )
+from .loop import ObjectiveRun
 from .noise_matching import NoiseMatching
-from .objective import Objective, ObjectiveRun, register
+from .objective import Objective, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
 
 
@@ -68,6 +69,12 @@ class Tsdae(Objective):
     """The denoising auto-encoder: sentence-transformers' loss, its decoder trained beside the encoder."""
 
     name = kind = "tsdae"
+    unit = "sentences"
+    title = "TSDAE fine-tune"
+    description = (
+        "TSDAE pre-training (Wang et al. 2021): the encoder learns to pool a sentence with 60% of its words deleted "
+        "into one vector from which a decoder rebuilds the sentence."
+    )
     one_process = True
     constraints = {
         "deletion": DELETION_RULE,

@@ -28,7 +28,7 @@ from ..errors import DefsentError
 from ..formats.bank import BANK_FORMAT, KINDS, Bank, bank_output
 from ..formats.dictionary import SPLITS, bank_rows, bank_size, check_splits
 from ..io import sha256_file
-from .config import PART_DEFINITIONS
+from ..training.config import PART_DEFINITIONS
 
 
 class EntryMeans:
@@ -240,7 +240,7 @@ def write_bank_streamed(
     two parts is encoded in each). ``shard``: under torchrun the processes share each chunk's batches and
     rank 0 writes; the other ranks return None. ``dictionary_name``: what the bank records as its dictionary
     (``-`` for one read from stdin) instead of the path. ``texts``: a
-    :class:`~defsent_cli.training.domain_text.DomainTexts`, whose lines replace the definitions of the entries
+    :class:`~defsent_cli.banks.domain_text.DomainTexts`, whose lines replace the definitions of the entries
     they mention (``embed-entries --texts``); the bank records it (docs/formats.md).
     """
     job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)

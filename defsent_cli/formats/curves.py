@@ -2,7 +2,7 @@
 
 A run folder is a checkpoint written by ``train``, ``tsdae``, ``simcse``, ``train-pairs`` or ``teacher``
 (``train_log.jsonl`` beside ``defsent.json``), or the ``OUTPUT.partial/`` folder of a run still going
-(``log.jsonl``; docs/formats.md, "Training state"). The log holds two kinds of rows (loop.py):
+(``log.jsonl``; docs/formats.md, "Training state"). The log holds two kinds of rows (training/loop.py):
 
 - a loss row every ``--log-every`` steps: ``{"step", "definitions", "loss", "lr", "elapsed"}``;
 - a dev row at every ``--eval-every`` (step 0 is the untrained model): ``{"step", "eval": {criterion: score}}``.
@@ -10,7 +10,7 @@ A run folder is a checkpoint written by ``train``, ``tsdae``, ``simcse``, ``trai
 ``defsent.json`` records the same curves, ``loss_curve`` ([step, loss] pairs) and ``eval_curve``
 ([step, score] pairs, with ``eval_on`` and ``kept_step``). The loss is taken from the log (from
 ``loss_curve`` when a folder has no log); the dev curve from ``eval_curve`` where there is one, since a
-resumed run's log keeps only the loss rows of its saved state (run.py), while the state carried the
+resumed run's log keeps only the loss rows of its saved state (training/run.py), while the state carried the
 whole dev curve on. Plain data, no numpy: nothing here prints or draws.
 """
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DefsentError
-from ..formats.checkpoint import INFO_FILE, read_info
 from ..log import warn
+from .checkpoint import INFO_FILE, read_info
 
 LOG_FILE = "train_log.jsonl"  # in a checkpoint
 PARTIAL_LOG_FILE = "log.jsonl"  # in OUTPUT.partial/, while the run goes on
