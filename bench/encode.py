@@ -2,6 +2,7 @@
 
     make bench          (creates .venv-bench: sentence-transformers[onnx] with optimum, next to defsent)
     .venv-bench/bin/python bench/encode.py [--repeats 3] [--batch-size 32] [--definitions 20000]
+    .venv-bench/bin/python bench/encode.py --precision fp32 bf16 int8 --peers torch onnx openvino   (issue 72)
 
 Peers (all.MiniLM-L6-v2, CPU, batch 32): sentence-transformers with its default torch backend (fp32),
 its ONNX backend (``backend="onnx"``, the graph optimum exports, fp32) and its int8 model made by
@@ -11,6 +12,10 @@ sentences and a seeded sample of 20,000 WordNet definitions. Everything runs in 
 alternating, after an untimed warm-up of each; the best of ``--repeats`` timings is reported as
 sentences/s, with the ratio of each defsent encoder to each peer, the max |difference| of the
 L2-normalised vectors against defsent's torch fp32 output, and the STS-B test Spearman x100 of each.
+``--precision`` picks defsent's encoders (fp32: torch and ONNX Runtime fp32; bf16: torch with bf16 weights,
+fast on a CPU with AMX; int8: ONNX Runtime's dynamic quantization) and ``--peers`` sentence-transformers'
+backends (openvino: ``backend="openvino"``, which picks bf16 itself on an AMX CPU; needs
+``pip install 'sentence-transformers[openvino]'``).
 The peers' graphs are exported into a copy of the model folder under bench/out/ (the installed model
 is not touched).
 """
@@ -55,6 +60,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--definitions", type=int, default=20000)
+    parser.add_argument("--precision", nargs="+", default=["fp32", "int8"], choices=["fp32", "bf16", "int8"])
+    parser.add_argument("--peers", nargs="+", default=["torch", "onnx"], choices=["torch", "onnx", "openvino"])
     args = parser.parse_args()
 
     import onnxruntime
@@ -84,18 +91,25 @@ def main() -> None:
             texts, loaded, "mean", batch_size=b, normalize_embeddings=True, show_progress_bar=False
         )
 
-    encoders = {
-        "st torch fp32": st(SentenceTransformer(str(work), device="cpu")),
-        "st onnx fp32": st(SentenceTransformer(str(work), device="cpu", backend="onnx")),
-        "st onnx int8": st(
+    encoders = {}
+    if "torch" in args.peers:
+        encoders["st torch fp32"] = st(SentenceTransformer(str(work), device="cpu"))
+    if "onnx" in args.peers:
+        encoders["st onnx fp32"] = st(SentenceTransformer(str(work), device="cpu", backend="onnx"))
+        encoders["st onnx int8"] = st(
             SentenceTransformer(
                 str(work), device="cpu", backend="onnx", model_kwargs={"file_name": "onnx/model_qint8_avx512_vnni.onnx"}
             )
-        ),
-        "defsent torch fp32": ours(load_model(work, "cpu")),
-        "defsent onnx fp32": ours(use_runtime(load_model(work, "cpu"), "onnx", "fp32")),
-        "defsent onnx int8": ours(use_runtime(load_model(work, "cpu"), "onnx", "int8")),
-    }
+        )
+    if "openvino" in args.peers:
+        encoders["st openvino"] = st(SentenceTransformer(str(work), device="cpu", backend="openvino"))
+    encoders["defsent torch fp32"] = ours(load_model(work, "cpu"))  # the reference of max|diff|
+    if "bf16" in args.precision:
+        encoders["defsent torch bf16"] = ours(use_runtime(load_model(work, "cpu"), "torch", "bf16"))
+    if "fp32" in args.precision:
+        encoders["defsent onnx fp32"] = ours(use_runtime(load_model(work, "cpu"), "onnx", "fp32"))
+    if "int8" in args.precision:
+        encoders["defsent onnx int8"] = ours(use_runtime(load_model(work, "cpu"), "onnx", "int8"))
     print(
         f"model all-MiniLM-L6-v2, torch {torch.__version__} ({torch.get_num_threads()} threads), onnxruntime "
         f"{onnxruntime.__version__}, sentence-transformers {sentence_transformers.__version__}, batch {b}, "
@@ -125,7 +139,7 @@ def main() -> None:
             if set_name == "STS-B test":
                 line += f" {spearman(outputs[name], gold):7.2f}"
             print(line)
-        for ours_name in ("defsent torch fp32", "defsent onnx fp32", "defsent onnx int8"):
+        for ours_name in [name for name in encoders if name.startswith("defsent ")]:
             ratios = ", ".join(f"{rate[ours_name] / rate[p]:.2f}x {p}" for p in encoders if p.startswith("st "))
             print(f"{ours_name}: {ratios}")
 

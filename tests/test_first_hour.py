@@ -440,7 +440,22 @@ def test_the_model_card_says_what_each_kind_of_run_did(cli, tiny_bert, tmp_path)
         assert result.exit_code == 0, result.stderr
         card = (out / "README.md").read_text()
         assert f"a {name} teacher trained on scored sentence pairs" in card and "DefSent+" not in card
-    assert "one DefSent training step (Tsukagoshi" in _description({"kind": "train", "objective": "defsent"})
-    assert "one DefSent+ training step" in _description({"kind": "train", "objective": "defsent-plus"})
-    unknown = _description({"kind": "bag-of-words"})
+    from bow_objective import BagOfWords
+
+    from defsent_cli.training.definitions import Definitions
+
+    # the card's sentence is the objective's own (Objective.card), written by the checkpoint's writer
+    assert "one DefSent training step (Tsukagoshi" in _description({}, Definitions(objective="defsent").card())
+    assert "one DefSent+ training step" in _description({}, Definitions().card())
+    unknown = _description({"kind": "bag-of-words"}, BagOfWords(1.0).card())  # an objective that says nothing
     assert unknown.startswith("a `bag-of-words` training run") and "DefSent" not in unknown
+    assert _description({"kind": "bag-of-words"}, None) == unknown  # a writer that gives no card: the same
+
+
+def test_quiet_is_the_commands_own_not_the_processes(cli, tiny_bert):
+    """-q silences its own command; a process that runs commands in turn (a notebook, the test suite) gets its
+    notes back after it: a library caller's later progress lines were lost once a -q command had run."""
+    from defsent_cli import console
+
+    assert cli("encode", "a text", "-m", tiny_bert, "-f", "jsonl", "-q").exit_code == 0
+    assert console.QUIET["on"] is False

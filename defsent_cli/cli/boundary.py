@@ -208,7 +208,14 @@ def guard(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before = _QUIET["on"]
         set_quiet(kwargs.pop("quiet", False))
+        try:
+            return _run(*args, **kwargs)
+        finally:
+            set_quiet(before)  # -q is the command's: a process that runs commands in turn keeps its own setting
+
+    def _run(*args: Any, **kwargs: Any) -> Any:
         kwargs.pop("revision", None)  # used by -m's callback (options.model_default)
         install_log_handler()
         _say_model_note()

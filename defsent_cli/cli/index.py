@@ -33,6 +33,14 @@ def index_command(
         id_field=change(help="With --field: each row's id (a string or a number; default: the line number)."),
     ),
     pooling: opt.Pooling = None,
+    ann: Annotated[
+        bool,
+        typer.Option(
+            "--ann",
+            help="Also store an HNSW graph (FAISS; pip install 'defsent-cli[ann]') for approximate search of a large "
+            "index: search and serve then use it (--exact scores every row). docs/speed.md has its recall and speed.",
+        ),
+    ] = False,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -43,6 +51,7 @@ def index_command(
       defsent index notes.txt -o notes.h5
       defsent index docs.jsonl --field text --id-field id -o docs.h5
       cat *.txt | defsent index -m ckpt/ -o corpus.h5
+      defsent index big.jsonl --field text --ann -o big.h5
       defsent search --index notes.h5 "a pot for boiling water"
 
     Under torchrun the processes share the encoding and rank 0 writes.
@@ -52,6 +61,10 @@ def index_command(
     from ..serve.search import build_index
 
     check_output(check_index_path(output), force)
+    if ann:
+        from ..serve.ann import faiss
+
+        faiss()  # missing FAISS fails before any text is read or the model loads
     sources = [str(p) for p in texts] if texts else ["-"]
     if sources.count("-") > 1:
         raise DefsentError("stdin ('-') can be read only once")
@@ -78,11 +91,12 @@ def index_command(
             show_progress=show_progress,
             source=",".join(sources),
             extra_attrs=extra,
+            ann=ann,
         )
     if summary is not None:
         say(
             f"wrote {output}: {summary.rows:,} texts x {summary.dim} dims ({summary.pooling} pooling, "
-            f"{summary.runtime}; unit vectors: scores are cosines)"
+            f"{summary.runtime}; unit vectors: scores are cosines{'; an HNSW graph for approximate search' if ann else ''})"
         )
 
 

@@ -75,7 +75,8 @@ OPTIONS = {
     "precision": option(
         "--precision",
         type=opt.TrainPrecisionName,
-        help="auto: bf16 mixed precision on a CUDA GPU with bf16, fp32 elsewhere; bf16 / fp16: autocast with fp32 "
+        help="auto: bf16 mixed precision on a CUDA GPU with bf16 and on a CPU with AMX (Intel Xeon from Sapphire "
+        "Rapids on; DEFSENT_CPU_AMX=0 turns that off), fp32 elsewhere; bf16 / fp16: autocast with fp32 "
         "weights and an fp32 loss (fp16 with a gradient scaler); tf32: fp32 with TF32 matrix products on a GPU.",
         default=opt.TrainPrecisionName("auto"),
     ),

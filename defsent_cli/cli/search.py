@@ -9,12 +9,14 @@ from typing import Annotated
 import typer
 
 from ..console import say
+from ..constraints import Interval
 from ..errors import DefsentError
 from ..io import write_stdout
 from ..log import note
+from ..serve.ann import EF_SEARCH
 from . import options as opt
 from .boundary import guard
-from .groups import Values, change, takes_groups
+from .groups import Group, Values, change, option, takes_groups
 from .lookup import read_queries
 from .models import MODEL, QUERIES, load
 
@@ -48,6 +50,27 @@ Dictionary = Annotated[
 ]
 
 
+#: How an index is searched, for search and serve: through its HNSW graph (index --ann) or every row.
+ANN_SEARCH = Group(
+    "ann search",
+    {
+        "exact": option(
+            "--exact",
+            type=bool,
+            help="Score every row even where the index has an HNSW graph (index --ann).",
+            default=False,
+        ),
+        "ef_search": option(
+            "--ef-search",
+            type=int,
+            help="With an index's HNSW graph: candidates kept while searching (more: better recall, slower).",
+            default=EF_SEARCH,
+            constraint=Interval(1, integer=True),
+        ),
+    },
+)
+
+
 def collection_model(model: Path | None, collection: Path) -> Path:
     """The model for a collection's queries: ``-m`` (a folder or a Hub name), else the encoder the file records
     (said in a note), else $DEFSENT_MODEL or the bundled model (said too)."""
@@ -67,8 +90,11 @@ def collection_model(model: Path | None, collection: Path) -> Path:
     return resolve_model(str(folder))
 
 
-def open_collection(path: Path, model: Values, similarity, pooling, dictionary: Path | None = None):
-    """The index or bank at ``path`` with its query encoder, loaded (:mod:`defsent_cli.serve.search`)."""
+def open_collection(
+    path: Path, model: Values, similarity, pooling, dictionary: Path | None = None, how: Values | None = None
+):
+    """The index or bank at ``path`` with its query encoder, loaded (:mod:`defsent_cli.serve.search`); ``how``:
+    the :data:`ANN_SEARCH` values."""
     from ..serve.search import bank_collection, index_collection, open_collection_file
 
     file = open_collection_file(path)
@@ -76,7 +102,8 @@ def open_collection(path: Path, model: Values, similarity, pooling, dictionary: 
     if file.kind == "index":
         if dictionary is not None:
             raise DefsentError("--dictionary gives a bank's definitions; an index holds its own texts")
-        return index_collection(file, loaded, model.batch_size, opt.value(pooling))
+        how = how or Values(exact=False, ef_search=EF_SEARCH)
+        return index_collection(file, loaded, model.batch_size, opt.value(pooling), how.exact, how.ef_search)
     return bank_collection(file, loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary)
 
 
@@ -96,8 +123,10 @@ def search_command(
     similarity: Similarity = SimilarityName("cosine"),
     dictionary: Dictionary = None,
     pooling: opt.Pooling = None,
+    how: Values = ANN_SEARCH(),
 ) -> None:
-    """Search a text index or an entry bank: the k rows most similar to each query, best first (exact search).
+    """Search a text index or an entry bank: the k rows most similar to each query, best first (exact search, or
+    an index's HNSW graph where it has one).
 
     \b
     Examples:
@@ -108,12 +137,13 @@ def search_command(
     Scores are cosines unless --similarity dot (a bank's raw dot products); the line on stderr says which.
     """
     queries = read_queries(queries, "queries", "give something to search for", "search")
-    collection = open_collection(index, model, similarity, pooling, dictionary)
+    collection = open_collection(index, model, similarity, pooling, dictionary, how)
     found = collection.search(queries, k)
     lines = []
     for query, hits in zip(queries, found, strict=True):
         if as_json:
-            row = {"query": query, "kind": collection.kind, "similarity": collection.score_kind, "results": hits}
+            row = {"query": query, "kind": collection.kind, "similarity": collection.score_kind}
+            row = {**row, "search": collection.search_kind, "results": hits}
             lines.append(json.dumps(row, ensure_ascii=False))
             continue
         lines.append(query)
@@ -123,9 +153,9 @@ def search_command(
     write_stdout("".join(line + "\n" for line in lines))
     what = "rows of the index" if collection.kind == "index" else "entries of the bank"
     if collection.score_kind == "cosine":
-        say(f"scores are cosine similarities of each query's vector with the {what} (exact search)")
+        say(f"scores are cosine similarities of each query's vector with the {what} ({collection.search_note})")
     else:
-        say(f"scores are dot products of each query's vector with the {what}, not cosines (exact search)")
+        say(f"scores are dot products of each query's vector with the {what}, not cosines ({collection.search_note})")
 
 
 def register(app: typer.Typer) -> None:

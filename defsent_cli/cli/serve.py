@@ -16,7 +16,7 @@ from . import options as opt
 from .boundary import guard
 from .groups import Values, takes_groups
 from .models import MODEL, encode_spec, load
-from .search import Dictionary, Similarity, SimilarityName
+from .search import ANN_SEARCH, Dictionary, Similarity, SimilarityName
 
 ServeRuntime = opt.choices("ServeRuntime", ("auto", "torch", "onnx"))
 ServePrecision = opt.choices("ServePrecision", ("auto", "fp32", "tf32", "fp16", "bf16", "int8"))
@@ -129,6 +129,7 @@ def serve_command(
         ),
     ] = 30.0,
     similarity: Similarity = SimilarityName("cosine"),
+    how: Values = ANN_SEARCH(),
     pooling: opt.Pooling = None,
     runtime: Annotated[
         ServeRuntime,
@@ -181,7 +182,7 @@ def serve_command(
                 bank_file.load(), loaded, opt.value(similarity), model.batch_size, None, dictionary
             )
         if index is not None:
-            index_search = index_collection(index_file, loaded, model.batch_size)
+            index_search = index_collection(index_file, loaded, model.batch_size, None, how.exact, how.ef_search)
         limits = Limits(max_inputs, max_chars, max_k, max_batch, max_wait_ms / 1000.0, max_queue)
         engine = Engine(encoder, model_name(Path(model.model)), limits, bank_search, index_search)
         app = create_app(engine, Security(api_key, list(cors_origin or [])))

@@ -9,7 +9,7 @@ import typer
 from .. import distributed
 from ..console import say
 from ..errors import count
-from ..training.config import CONTRASTIVE_OBJECTIVES, STOP_GRADIENTS, TSDAE_POOLINGS
+from ..training.config import CONTRASTIVE_VARIANTS, STOP_GRADIENTS, TSDAE_POOLINGS
 from . import options as opt
 from .boundary import guard, warn_ineffective
 from .loop_options import (
@@ -26,7 +26,7 @@ from .loop_options import (
     training_warnings,
 )
 
-ContrastiveObjective = opt.choices("ContrastiveObjective", CONTRASTIVE_OBJECTIVES)
+ContrastiveVariant = opt.choices("ContrastiveVariant", CONTRASTIVE_VARIANTS)
 StopGradient = opt.choices("StopGradient", STOP_GRADIENTS)
 
 
@@ -36,13 +36,13 @@ def simcse_command(
     output: opt.CheckpointOutput,
     model: opt.Model = None,
     objective: Annotated[
-        ContrastiveObjective,
+        ContrastiveVariant,
         typer.Option(
             "--objective",
             help="simcse: two dropout views of a sentence are positives (Gao et al. 2021); nm: Noise Matching, "
             "the sentence with --deletion of its words deleted is pulled onto the original (Reiml 2023).",
         ),
-    ] = ContrastiveObjective.simcse,
+    ] = ContrastiveVariant.simcse,
     pooling: Annotated[
         opt.SentencePoolingName | None,
         typer.Option(

@@ -15,9 +15,9 @@ from ..training.config import (
     BANK_DTYPES,
     CONSTRAINTS,
     DEFINITIONS_CONSTRAINTS,
+    DEFINITIONS_VARIANTS,
     LOGITS,
     OBJECTIVE_DEFAULTS,
-    OBJECTIVES,
     SCHEDULES,
     SHARD_BANK_BYTES,
     TRAIN_POOLINGS,
@@ -40,7 +40,7 @@ Pooler = opt.choices("Pooler", POOLER_MODES)
 
 BankDtype = opt.choices("BankDtype", BANK_DTYPES)
 Logits = opt.choices("Logits", LOGITS)
-Objective = opt.choices("Objective", OBJECTIVES)
+Variant = opt.choices("Variant", DEFINITIONS_VARIANTS)
 Schedule = opt.choices("Schedule", SCHEDULES)
 _PLUS, _DEFSENT = OBJECTIVE_DEFAULTS["defsent-plus"], OBJECTIVE_DEFAULTS["defsent"]
 
@@ -70,13 +70,13 @@ def train_command(
         ),
     ] = None,
     objective: Annotated[
-        Objective,
+        Variant,
         typer.Option(
             "--objective",
             help="defsent-plus: definitions onto their entries' bank vectors (DefSent+); defsent: predict the "
             "entry word through the frozen word head (DefSent; single-token entries only).",
         ),
-    ] = Objective("defsent-plus"),
+    ] = Variant("defsent-plus"),
     word_head: opt.WordHead = None,
     freeze_embeddings: Annotated[
         bool | None,

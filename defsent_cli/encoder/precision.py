@@ -7,18 +7,22 @@ Inference (``encode``, ``embed-entries``, the evaluations; ``--precision``):
   moves vectors by ~1e-3 relative where fp32 promises ~1e-7; on the CPU it is fp32.
 - ``fp16`` / ``bf16``: the weights cast to half precision and the whole forward pass run in it, as
   sentence-transformers' ``model.half()`` / ``model_kwargs={"torch_dtype": ...}``; the pooled vectors are
-  computed from the states upcast to float32. Meant for GPUs (bf16 also runs on the CPU, slowly).
+  computed from the states upcast to float32. Meant for GPUs, and for CPUs with AMX (bf16 matrix tiles),
+  where bf16 runs as fast as int8 at fp32's quality; on other CPUs bf16 runs slowly.
 - ``int8``: ONNX Runtime's dynamic quantization (``--runtime onnx``; ``onnx_runtime.py``).
 
 Training (``train``, ``tsdae``; ``--precision``), mixed precision as torch.amp does it: float32 master
 weights and optimizer state, the forward pass under ``torch.autocast`` in bf16 or fp16 (fp16 with a
 gradient scaler, since its range is too small for small gradients), and the loss over the bank (logits,
 log-sum-exp) in float32 (``training/loss.py`` leaves autocast). ``auto`` is bf16 autocast on a CUDA
-GPU that supports bf16 (Ampere and newer), fp32 everywhere else: the CPU keeps the exact fp32 run.
+GPU that supports bf16 (Ampere and newer) and on a CPU that multiplies bf16 matrices in hardware (Intel AMX:
+Xeon from Sapphire Rapids on; :func:`cpu_amx_bf16`), fp32 everywhere else: a CPU without AMX keeps the exact fp32
+run (docs/cpu.md has the measurements behind the choice).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -39,14 +43,36 @@ def torch_dtype(precision: str):
     return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
 
 
+#: ``DEFSENT_CPU_AMX=0`` makes :func:`cpu_amx_bf16` say no (``auto`` then trains in fp32 on any CPU), ``=1`` yes.
+AMX_ENV = "DEFSENT_CPU_AMX"
+
+
+def cpu_amx_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices in AMX tiles, by torch's own checks (``torch.cpu``: AMX tiles
+    and AVX-512 BF16, as oneDNN needs for its bf16 AMX kernels), unless :data:`AMX_ENV` says otherwise."""
+    told = os.environ.get(AMX_ENV, "").strip()
+    if told in ("0", "1"):
+        return told == "1"
+    import torch
+
+    checks = (getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"))
+    try:
+        return all(check is not None and check() for check in checks)
+    except RuntimeError:  # a torch built without the CPU feature probes
+        return False
+
+
 def resolve_train_precision(precision: str, device) -> str:
-    """``auto`` -> ``bf16`` on a CUDA GPU with bf16, else ``fp32``; the others passed through (checked by
-    ``TrainConfig.validate``), bf16 refused on a GPU without it."""
+    """``auto`` -> ``bf16`` on a CUDA GPU with bf16 and on a CPU with AMX bf16 (:func:`cpu_amx_bf16`), else
+    ``fp32``; the others passed through (checked by ``TrainConfig``), bf16 refused on a GPU without it. A user's
+    explicit ``--precision`` always wins."""
     import torch
 
     device = torch.device(device)
     if precision == "auto":
-        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+        if device.type == "cuda":
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+        return "bf16" if device.type == "cpu" and cpu_amx_bf16() else "fp32"
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise DefsentError("--precision bf16: this GPU has no bf16; use --precision fp16 (with a gradient scaler)")
     return precision

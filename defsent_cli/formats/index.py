@@ -46,7 +46,7 @@ class IndexWriter:
     def __init__(self, h5, n: int, dim: int):
         import h5py
 
-        self.n, self.dim, self.written, self.attrs = n, dim, 0, {}
+        self.h5, self.n, self.dim, self.written, self.attrs = h5, n, dim, 0, {}
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
         text = h5py.string_dtype("utf-8")
@@ -66,12 +66,19 @@ class IndexWriter:
             self.vectors[start:stop] = np.asarray(vectors, dtype=np.float32)
         self.written += stop - start
 
+    def attach(self, name: str, data, attrs: dict) -> None:
+        """A dataset beside the rows (an ANN graph, ``serve/ann.py``), written with the index, gone with it."""
+        dataset = self.h5.create_dataset(name, data=data)
+        for key, value in attrs.items():
+            dataset.attrs[key] = value
+
 
 @contextlib.contextmanager
-def index_output(path: str | Path, n: int, dim: int, text_bytes: int) -> Iterator[IndexWriter]:
+def index_output(path: str | Path, n: int, dim: int, text_bytes: int, extra_bytes: int = 0) -> Iterator[IndexWriter]:
     """An index streamed to disk (free space checked and allocated first, written beside ``path``, renamed when
-    every row is in; an error anywhere leaves nothing behind)."""
-    needed = n * (4 * dim + 64) + 2 * text_bytes + (1 << 20)
+    every row is in; an error anywhere leaves nothing behind); ``extra_bytes``: what :meth:`IndexWriter.attach`
+    will add."""
+    needed = n * (4 * dim + 64) + 2 * text_bytes + extra_bytes + (1 << 20)
     with streamed_rows(path, needed, lambda h5: IndexWriter(h5, n, dim), "index") as writer:
         yield writer
 
@@ -84,6 +91,8 @@ class IndexFile:
     n: int
     dim: int
     attrs: dict = field(default_factory=dict)
+    #: the datasets beside the rows (an ANN graph: ``serve/ann.py``)
+    extras: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return self.n
@@ -158,4 +167,5 @@ def open_index(path: str | Path) -> IndexFile:
         if len(shape) != 2 or h5["ids"].shape != (shape[0],) or h5["texts"].shape != (shape[0],):
             raise DefsentError("index datasets disagree in shape; rebuild it with defsent index", path=path)
         attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
-    return IndexFile(path, int(shape[0]), int(shape[1]), attrs)
+        extras = tuple(name for name in h5 if name not in ("ids", "texts", "vectors"))
+    return IndexFile(path, int(shape[0]), int(shape[1]), attrs, extras)

@@ -255,7 +255,8 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         except QueueFull:
             raise overloaded() from None
         rows = [{"query": q, "results": hits} for q, hits in zip(queries, found, strict=True)]
-        return {"object": "list", "kind": collection.kind, "similarity": collection.score_kind, "data": rows}
+        head = {"object": "list", "kind": collection.kind, "similarity": collection.score_kind}
+        return {**head, "search": collection.search_kind, "data": rows}
 
     @app.post("/v1/lookup")
     async def lookup(request: Request):

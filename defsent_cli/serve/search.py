@@ -9,8 +9,9 @@ A collection is what is searched, with the encoder of its queries:
   checkpoint's pooling and head; else the pooling of the bank's kind), and scored against every entry's row by
   cosine (default) or by dot product (``lookup``'s and training's score).
 
-The search is exact: every row is scored, a chunk at a time (``evaluation/bank_search.top_k``), so memory holds
-one chunk of rows whatever the size of the collection.
+The search is exact by default: every row is scored, a chunk at a time (``evaluation/bank_search.top_k``), so
+memory holds one chunk of rows whatever the size of the collection. An index built with ``--ann`` carries an HNSW
+graph (``ann.py``), which search uses unless asked for exact search: approximate, much faster on large indexes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..errors import DefsentError
 from ..formats.bank import BANK_FORMAT, BankFile, open_bank
 from ..formats.index import INDEX_FORMAT, IndexFile, file_format, index_output, open_index
 from ..log import note, warn
+from . import ann as ann_module
 
 SIMILARITIES = ("cosine", "dot")
 #: Texts encoded per step while an index is built: the vectors of one chunk are in memory at a time.
@@ -63,11 +65,13 @@ def build_index(
     source: str = "-",
     extra_attrs: dict | None = None,
     chunk_texts: int = CHUNK_TEXTS,
+    ann: bool = False,
 ) -> IndexSummary | None:
     """Encode ``texts`` (rows in order, each with its id) into the index ``output``, ``chunk_texts`` at a time,
-    each chunk's unit vectors written as they come (:func:`~defsent_cli.formats.index.index_output`). Under
-    torchrun (inside ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other
-    ranks return None."""
+    each chunk's unit vectors written as they come (:func:`~defsent_cli.formats.index.index_output`); with ``ann``
+    an HNSW graph grows with them and is stored in the file (``ann.py``). Under torchrun (inside
+    ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other ranks return
+    None."""
     from ..encoder.onnx_runtime import describe
     from ..encoder.spec import Encoder
 
@@ -89,15 +93,23 @@ def build_index(
         "defsent_version": __version__,
         **(extra_attrs or {}),
     }
-    out = index_output(output, len(texts), loaded.dim, text_bytes) if main else nullcontext()
+    graph = ann_module.HnswBuilder(loaded.dim) if ann and main else None
+    extra = ann_module.graph_bytes(len(texts), loaded.dim) if graph is not None else 0
+    out = index_output(output, len(texts), loaded.dim, text_bytes, extra) if main else nullcontext()
     with out as writer:
         for start in range(0, len(texts), chunk_texts):
             part = list(texts[start : start + chunk_texts])
             label = f"indexing texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
             vectors = encoder(part, description=label, shard=True)
             if writer is not None and vectors is not None:
-                writer.write(start, list(ids[start : start + len(part)]), part, _unit(vectors))
+                unit = _unit(vectors)
+                writer.write(start, list(ids[start : start + len(part)]), part, unit)
+                if graph is not None:
+                    graph.add(unit)
         if writer is not None:
+            if graph is not None:
+                writer.attach(ann_module.ANN_DATASET, graph.serialized(), graph.settings)
+                attrs["ann"] = graph.settings["kind"]
             writer.attrs.update(attrs)
     return IndexSummary(len(texts), loaded.dim, encoder.pooling.name, describe(loaded)) if main else None
 
@@ -148,6 +160,18 @@ class Collection:
     similarity: str = "cosine"
     definitions: dict = field(default_factory=dict)  # entry -> its definitions (a bank with its dictionary)
     label: str = ""
+    ann: ann_module.Hnsw | None = None  # an index's HNSW graph, searched instead of every row
+
+    @property
+    def search_kind(self) -> str:
+        """``exact`` (every row scored) or ``hnsw`` (the index's graph: approximate)."""
+        return "exact" if self.ann is None else "hnsw"
+
+    @property
+    def search_note(self) -> str:
+        if self.ann is None:
+            return "exact search"
+        return f"approximate search through the index's HNSW graph, efSearch {self.ann.ef_search}; --exact for all rows"
 
     @property
     def kind(self) -> str:
@@ -176,7 +200,7 @@ class Collection:
         rows = self.file if self.kind == "index" or self.similarity == "dot" else _UnitRows(self.file)
         if len(vectors) == 0:
             return []
-        indices, scores = top_k(vectors, rows, k)
+        indices, scores = top_k(vectors, rows, k) if self.ann is None else self.ann.search(vectors, k)
         width = indices.shape[1]
         flat = indices.ravel()
         if self.kind == "index":
@@ -196,9 +220,18 @@ class Collection:
         return self.search_vectors(self.vectors(queries), k)
 
 
-def index_collection(index: IndexFile, loaded, batch_size: int = 32, pooling: str | None = None) -> Collection:
+def index_collection(
+    index: IndexFile,
+    loaded,
+    batch_size: int = 32,
+    pooling: str | None = None,
+    exact: bool = False,
+    ef_search: int = ann_module.EF_SEARCH,
+) -> Collection:
     """An index with its queries encoded as its texts were (the pooling it records, unit length); a model other
-    than the one it records is a warning (its vectors live in another space), a model of another width an error."""
+    than the one it records is a warning (its vectors live in another space), a model of another width an error.
+    Searched through its HNSW graph where it has one (unless ``exact``; without FAISS installed, exactly, said in
+    a note)."""
     from ..encoder.spec import Encoder
 
     if index.dim != loaded.dim:
@@ -214,7 +247,18 @@ def index_collection(index: IndexFile, loaded, batch_size: int = 32, pooling: st
     max_length = index.attrs.get("max_length")
     encoder = Encoder.of(loaded, name, batch_size=batch_size, max_length=int(max_length) if max_length else None)
     encoder.show_progress = False
-    return Collection(index, encoder, "cosine", label=str(index.source))
+    collection = Collection(index, encoder, "cosine", label=str(index.source))
+    if ann_module.ANN_DATASET in index.extras and not exact:
+        try:
+            ann_module.faiss()
+        except DefsentError:
+            note(f"exact search: {index.source} has an HNSW graph, but FAISS is not installed ({ann_module.INSTALL})")
+            return collection
+        from ..io import hdf5_input
+
+        with hdf5_input(index.source, "the index") as h5:
+            collection.ann = ann_module.load_hnsw(h5, index.source, ef_search)
+    return collection
 
 
 def bank_collection(

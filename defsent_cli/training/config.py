@@ -27,9 +27,10 @@ SHARD_BANK_BYTES = 1 << 30
 #: distinct texts, vectors (64k x d float32) and per-entry sums (at most 64k x d float64) are all that is held.
 PART_DEFINITIONS = 65536
 SCHEDULES = ("linear", "constant")
-#: defsent-plus: definitions onto a frozen bank of entry embeddings (DefSent+, Liu 2024);
+#: The variants of the definitions objective (``train --objective``; an "objective" is a registered class,
+#: ``objective.OBJECTIVES``): defsent-plus: definitions onto a frozen bank of entry embeddings (DefSent+, Liu 2024);
 #: defsent: the entry word predicted through the frozen word-prediction layer (DefSent, Tsukagoshi et al. 2021).
-OBJECTIVES = ("defsent-plus", "defsent")
+DEFINITIONS_VARIANTS = ("defsent-plus", "defsent")
 #: What each objective's reference uses where the command line is silent (cli/train.py fills these in).
 #: DefSent (experiments/configs: config.yaml, optimizer/adam.yaml, scheduler/warmup.yaml, src/lr_scheduler.py):
 #: batch 16, Adam (eps 1e-8, no weight decay: the same update as AdamW with weight decay 0), no gradient clipping
@@ -60,9 +61,10 @@ OBJECTIVE_DEFAULTS = {
 TSDAE_POOLINGS = ("cls", "mean")
 DELETION = 0.6
 DICTIONARY_SPLITS = (*SPLITS, "all")
-#: defsent simcse (training/contrastive.py): SimCSE (two dropout views) or Noise Matching (the deletion noise's
+#: defsent simcse's variants (training/contrastive.py, ``simcse --objective``): SimCSE (two dropout views) or Noise
+#: Matching (the deletion noise's
 #: positive), which side of NM's pair carries the stop-gradient, and SimCSE's temperature 0.05 (scale 20).
-CONTRASTIVE_OBJECTIVES = ("simcse", "nm")
+CONTRASTIVE_VARIANTS = ("simcse", "nm")
 STOP_GRADIENTS = ("original", "damaged", "none")
 TEMPERATURE = 0.05
 #: defsent train-pairs (training/pairs.py): sentence-transformers' CosineSimilarityLoss, CoSENTLoss, AnglELoss.
@@ -116,7 +118,7 @@ CONSTRAINTS: dict[str, Constraint] = {
 #: The constraints of DefSent+'s and DefSent's own settings (``definitions.Definitions``), declared here with the
 #: loop's so that the command line derives its checks from them without loading the objective.
 DEFINITIONS_CONSTRAINTS: dict[str, Constraint] = {
-    "objective": OneOf(OBJECTIVES),
+    "objective": OneOf(DEFINITIONS_VARIANTS),
     "pooler": OneOf(POOLER_MODES),
     "inference_pooling": OneOf(POOLINGS, optional=True),
     "bank_dtype": OneOf(BANK_DTYPES),

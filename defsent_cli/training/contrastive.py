@@ -60,7 +60,7 @@ from ..encoder.head import PoolerHead, fresh_mlp
 from ..encoder.tokenize import tokenize
 from ..errors import DefsentError, count
 from .config import (
-    CONTRASTIVE_OBJECTIVES,
+    CONTRASTIVE_VARIANTS,
     DELETION,
     DELETION_RULE,
     DICTIONARY_SPLITS,
@@ -84,7 +84,7 @@ class Contrastive(Objective):
     name, kind = "simcse", "contrastive"
     mlm = nm = True  # takes --mlm-weight and (objective simcse) --nm-weight (forward.py)
     constraints = {
-        "objective": OneOf(CONTRASTIVE_OBJECTIVES),
+        "objective": OneOf(CONTRASTIVE_VARIANTS),
         "split": OneOf(DICTIONARY_SPLITS),
         "temperature": POSITIVE,
         "deletion": DELETION_RULE,

@@ -484,7 +484,16 @@ class Loop:
     def describe(self) -> str:
         """The run in one line, for the start-of-training note."""
         nm = f", + {self.nm.weight:g} x Noise Matching" if self.nm is not None else ""
-        return self.objective.describe(self) + nm
+        return self.objective.describe(self) + nm + self._precision_note()
+
+    def _precision_note(self) -> str:
+        """The precision when it is not fp32, and why where ``auto`` chose it."""
+        if self.precision == "fp32":
+            return ""
+        why = ""
+        if self.config.precision == "auto":
+            why = " (--precision auto: this CPU has AMX)" if self.device.type == "cpu" else " (--precision auto)"
+        return f", {self.precision} mixed precision{why}"
 
     def checkpoint_files(self, work_dir: Path) -> dict[str, Path]:
         return {"train_log.jsonl": work_dir / "log.jsonl", **self.objective.files(work_dir)}

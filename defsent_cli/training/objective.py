@@ -10,6 +10,13 @@ model and its pooling and token limit, the optimiser over the encoder and the ob
 ``run.fit``'s checkpoint folder. This module imports neither torch nor the loop: a command reads an objective's
 name, settings' constraints, defaults and card without loading them.
 
+One meaning for "objective": a class registered here, :data:`OBJECTIVES` by ``name`` (the command that trains it:
+``train``, ``tsdae``, ``simcse``, ``train-pairs``, ``teacher``). ``kind`` is the word ``defsent.json`` records for
+it (kept as it always was: checkpoints written before are read by it); the ``--objective`` option of ``train``
+and ``simcse`` picks a *variant* of that command's objective (``config.DEFINITIONS_VARIANTS``,
+``config.CONTRASTIVE_VARIANTS``), recorded among its settings. The contract (the hooks it must write, the rest
+with defaults, what ``setup`` may change on the run) is docs/layout.md's "Adding a training objective".
+
     @register
     class Reconstruct(Objective):
         name = kind = "reconstruct"

@@ -1,0 +1,126 @@
+"""Approximate against exact search on a large index (issue 71): recall@10 and per-query latency, one run.
+
+    .venv/bin/python bench/ann.py [--rows 1000000] [--queries 1000] [--fit 20000] [--ef 32 64 128 256]
+
+The rows: ``--rows`` unit vectors in all-MiniLM-L6-v2's space. Encoding a million texts takes this 2-core machine
+about an hour, so the rows are drawn from a Gaussian fitted to the vectors of ``--fit`` real WordNet definitions
+(their mean and full covariance, then L2-normalised): a cloud with the encoder's anisotropy, not its clusters, which
+makes the graph's job harder than real text's near-duplicates do (an honest lower bound on recall, we think; the
+real-text recall of tests/test_ann.py is higher). The queries: ``--queries`` real STS-B test sentences, encoded
+by the same model. The graph is the product's (``serve/ann.py``'s ``HnswBuilder``: FAISS IndexHNSWFlat, M 32,
+efConstruction 200, built chunk by chunk as ``index --ann`` builds it); exact search is ``search --exact``'s
+(``evaluation/bank_search.top_k``, chunked). Latency is one query at a time (as a server answers one request),
+after a warm-up; recall@10 is against the exact top 10. Threads: torch's and FAISS's defaults (all cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import data_root, minilm_path, stsb_test_sentences  # noqa: E402
+
+
+class Rows:
+    """An in-memory matrix with the reading side of an index file (what ``top_k`` scans)."""
+
+    def __init__(self, vectors: np.ndarray):
+        self.vectors = vectors
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[1]
+
+    def iter_rows(self, chunk: int, start: int = 0, stop: int | None = None):
+        stop = len(self.vectors) if stop is None else stop
+        for first in range(start, stop, chunk):
+            yield first, self.vectors[first : min(first + chunk, stop)]
+
+
+def percentiles(seconds: list[float]) -> str:
+    ms = np.asarray(seconds) * 1000
+    return f"p50 {np.percentile(ms, 50):7.2f} ms  p99 {np.percentile(ms, 99):7.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--fit", type=int, default=20000, help="real definitions whose vectors the rows are drawn like")
+    parser.add_argument("--ef", type=int, nargs="+", default=[32, 64, 128, 256], help="efSearch values to measure")
+    parser.add_argument("--exact-latency-queries", type=int, default=50)
+    args = parser.parse_args()
+
+    import faiss
+    import torch
+
+    from defsent_cli.dictionary.sources import read_wordnet
+    from defsent_cli.encoder.encode import encode
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.onnx_runtime import use_runtime
+    from defsent_cli.evaluation.bank_search import top_k
+    from defsent_cli.serve.ann import Hnsw, HnswBuilder
+
+    loaded = use_runtime(load_model(Path(minilm_path()), "cpu"), "onnx", "int8")
+
+    def unit(texts: list[str]) -> np.ndarray:
+        vectors = encode(texts, loaded, "mean", batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+    glosses = sorted({gloss for _, gloss, _ in read_wordnet(data_root() / "wordnet")})
+    fit = unit(random.Random(0).sample(glosses, args.fit))
+    queries = unit(random.Random(1).sample(stsb_test_sentences(), args.queries))
+    rng = np.random.default_rng(0)
+    mean, cov = fit.mean(axis=0), np.cov(fit, rowvar=False)
+    rows = rng.multivariate_normal(mean, cov, size=args.rows, method="cholesky").astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    print(
+        f"{args.rows:,} rows x {rows.shape[1]} (drawn like {args.fit:,} WordNet definitions' all-MiniLM-L6-v2 vectors), "
+        f"{args.queries:,} STS-B test queries; torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"faiss {faiss.__version__} ({faiss.omp_get_max_threads()} threads)"
+    )
+
+    start = time.perf_counter()
+    truth, _ = top_k(queries, Rows(rows), 10)
+    print(f"exact top-10 of all queries (batched): {time.perf_counter() - start:.1f} s")
+    exact_times = []
+    for q in queries[: args.exact_latency_queries]:
+        start = time.perf_counter()
+        top_k(q[None, :], Rows(rows), 10)
+        exact_times.append(time.perf_counter() - start)
+    print(f"exact search, one query at a time ({args.exact_latency_queries} queries): {percentiles(exact_times)}")
+
+    builder = HnswBuilder(rows.shape[1])
+    start = time.perf_counter()
+    for first in range(0, len(rows), 65536):
+        builder.add(rows[first : first + 65536])
+    build = time.perf_counter() - start
+    stored = builder.serialized()
+    print(f"HNSW build (M 32, efConstruction 200): {build:.0f} s; stored graph {stored.nbytes / 2**20:,.0f} MiB")
+    graph = Hnsw(builder.index, builder.settings)
+    for ef in args.ef:
+        graph.ef_search = ef
+        graph.search(queries[:20], 10)  # warm-up
+        times, found = [], []
+        for q in queries:
+            start = time.perf_counter()
+            rows_found, _ = graph.search(q[None, :], 10)
+            times.append(time.perf_counter() - start)
+            found.append(rows_found[0])
+        recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
+        speedup = np.median(exact_times) / np.median(times)
+        print(f"HNSW efSearch {ef:>4}: recall@10 {recall:.4f}  {percentiles(times)}  ({speedup:,.0f}x exact's p50)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""``defsent index --ann``: an HNSW graph (FAISS) stored in the index, used by ``search`` and ``serve`` unless
+``--exact``; without FAISS, ``--ann`` is a one-line error and an index that has a graph is searched exactly."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from conftest import run_bounded
+
+pytest.importorskip("faiss", reason="FAISS (pip install 'defsent-cli[ann]') builds and reads the graph")
+
+DEFSENT = [sys.executable, "-m", "defsent_cli"]
+TORCH_FP32 = ["--runtime", "torch", "--precision", "fp32", "--device", "cpu"]
+WORDS = ["red", "green", "blue", "cat", "dog", "fish", "runs", "sleeps", "eats", "big", "small", "old", "new"]
+
+
+def defsent(*args, input: str | None = None, env: dict | None = None):
+    return run_bounded([*DEFSENT, *map(str, args)], 180, input=input, capture_output=True, text=True, env=env)
+
+
+def texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(3, 7))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, tiny_st) -> dict:
+    folder = tmp_path_factory.mktemp("ann")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("".join(t + "\n" for t in texts(600, 0)))
+    index = folder / "corpus.h5"
+    done = defsent("index", corpus, "-m", tiny_st, "--ann", "-o", index, *TORCH_FP32)
+    assert done.returncode == 0, done.stderr
+    assert "HNSW graph" in done.stderr
+    return {"model": tiny_st, "index": index, "folder": folder}
+
+
+def search(indexed, queries: list[str], *extra: str, env=None) -> tuple[list[dict], str]:
+    done = defsent(
+        "search", "--index", indexed["index"], "-k", "10", "--json", *extra, input="\n".join(queries) + "\n", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
+
+
+def test_the_graph_is_stored_with_the_index(indexed):
+    import h5py
+
+    with h5py.File(indexed["index"], "r") as h5:
+        assert h5.attrs["ann"] == "faiss-hnsw-flat" and h5["vectors"].shape[0] == 600
+        assert h5["ann_hnsw"].attrs["m"] == 32 and h5["ann_hnsw"].attrs["metric"] == "ip"
+
+
+def test_search_uses_the_graph_and_finds_what_exact_search_finds(indexed):
+    queries = texts(20, 1)
+    approx, note = search(indexed, queries)
+    exact, exact_note = search(indexed, queries, "--exact")
+    assert {row["search"] for row in approx} == {"hnsw"} and {row["search"] for row in exact} == {"exact"}
+    assert "HNSW graph" in note and "exact search" in exact_note
+    overlap = []
+    for a, e in zip(approx, exact, strict=True):
+        found, truth = [hit["id"] for hit in a["results"]], [hit["id"] for hit in e["results"]]
+        overlap.append(len(set(found) & set(truth)) / len(truth))
+        truth_scores = {hit["id"]: hit["score"] for hit in e["results"]}
+        for hit in a["results"]:  # a row the graph finds has the exact search's score: the cosine
+            if hit["id"] in truth_scores:
+                assert hit["score"] == pytest.approx(truth_scores[hit["id"]], abs=1e-5)
+        assert [hit["score"] for hit in a["results"]] == sorted((hit["score"] for hit in a["results"]), reverse=True)
+    assert np.mean(overlap) >= 0.95, overlap  # recall@10 on 600 rows: HNSW with efSearch 128 is all but exact
+
+
+def test_without_faiss_ann_is_a_one_line_error_and_search_is_exact(indexed, tmp_path):
+    blocker = tmp_path / "nofaiss"
+    blocker.mkdir()
+    (blocker / "faiss.py").write_text("raise ImportError('blocked for this test')\n")
+    import os
+
+    env = {**os.environ, "PYTHONPATH": f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    out = tmp_path / "x.h5"
+    corpus = indexed["folder"] / "corpus.txt"
+    done = defsent("index", corpus, "-m", indexed["model"], "--ann", "-o", out, *TORCH_FP32, env=env)
+    assert done.returncode != 0 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+    assert "pip install 'defsent-cli[ann]'" in done.stderr and not out.exists()
+    rows, note = search(indexed, texts(2, 2), env=env)
+    assert {row["search"] for row in rows} == {"exact"} and "FAISS is not installed" in note
+
+
+def test_the_graph_recalls_the_exact_top_ten_of_random_unit_vectors():
+    """The builder on its own, against brute force computed here: 5,000 random unit vectors in 32 dims."""
+    from defsent_cli.serve.ann import Hnsw, HnswBuilder
+
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((5000, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    builder = HnswBuilder(32)
+    for start in range(0, 5000, 1000):  # added chunk by chunk, as an index is written
+        builder.add(rows[start : start + 1000])
+    import faiss
+
+    graph = Hnsw(faiss.deserialize_index(builder.serialized()), builder.settings)
+    queries = rng.standard_normal((50, 32)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    found, scores = graph.search(queries, 10)
+    truth = np.argsort(-(queries @ rows.T), axis=1)[:, :10]
+    recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
+    assert recall >= 0.9, recall
+    np.testing.assert_allclose(scores, np.take_along_axis(queries @ rows.T, found, axis=1), atol=1e-5)
