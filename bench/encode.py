@@ -14,8 +14,9 @@ sentences/s, with the ratio of each defsent encoder to each peer, the max |diffe
 L2-normalised vectors against defsent's torch fp32 output, and the STS-B test Spearman x100 of each.
 ``--precision`` picks defsent's encoders (fp32: torch and ONNX Runtime fp32; bf16: torch with bf16 weights,
 fast on a CPU with AMX; int8: ONNX Runtime's dynamic quantization) and ``--peers`` sentence-transformers'
-backends (openvino: ``backend="openvino"``, which picks bf16 itself on an AMX CPU; needs
-``pip install 'sentence-transformers[openvino]'``).
+backends (torch-bf16: the torch backend with ``model_kwargs={"torch_dtype": torch.bfloat16}``; openvino:
+``backend="openvino"``, which picks bf16 itself on an AMX CPU; needs ``pip install 'sentence-transformers[openvino]'``,
+which could not be installed beside sentence-transformers 6 and transformers 5 here: docs/cpu.md).
 The peers' graphs are exported into a copy of the model folder under bench/out/ (the installed model
 is not touched).
 """
@@ -61,13 +62,15 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--definitions", type=int, default=20000)
     parser.add_argument("--precision", nargs="+", default=["fp32", "int8"], choices=["fp32", "bf16", "int8"])
-    parser.add_argument("--peers", nargs="+", default=["torch", "onnx"], choices=["torch", "onnx", "openvino"])
+    parser.add_argument(
+        "--peers", nargs="+", default=["torch", "onnx"], choices=["torch", "torch-bf16", "onnx", "openvino"]
+    )
     args = parser.parse_args()
 
     import onnxruntime
     import sentence_transformers
     import torch
-    from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
+    from sentence_transformers import SentenceTransformer
 
     from defsent_cli.encoder.encode import encode
     from defsent_cli.encoder.models import load_model
@@ -75,9 +78,11 @@ def main() -> None:
 
     source = Path(minilm_path())
     work = REPO / "bench" / "out" / "minilm"
-    if not (work / "onnx" / "model.onnx").is_file():
-        shutil.rmtree(work, ignore_errors=True)
+    if not work.is_dir():
         shutil.copytree(source, work, ignore=shutil.ignore_patterns("onnx"))
+    if "onnx" in args.peers and not (work / "onnx" / "model.onnx").is_file():
+        from sentence_transformers import export_dynamic_quantized_onnx_model
+
         exported = SentenceTransformer(str(work), device="cpu", backend="onnx")  # optimum exports onnx/model.onnx
         exported.save_pretrained(str(work))
         export_dynamic_quantized_onnx_model(exported, "avx512_vnni", str(work))
@@ -101,6 +106,9 @@ def main() -> None:
                 str(work), device="cpu", backend="onnx", model_kwargs={"file_name": "onnx/model_qint8_avx512_vnni.onnx"}
             )
         )
+    if "torch-bf16" in args.peers:  # sentence-transformers' own way to bf16 weights: model_kwargs torch_dtype
+        bf16 = {"torch_dtype": torch.bfloat16}
+        encoders["st torch bf16"] = st(SentenceTransformer(str(work), device="cpu", model_kwargs=bf16))
     if "openvino" in args.peers:
         encoders["st openvino"] = st(SentenceTransformer(str(work), device="cpu", backend="openvino"))
     encoders["defsent torch fp32"] = ours(load_model(work, "cpu"))  # the reference of max|diff|
@@ -110,10 +118,14 @@ def main() -> None:
         encoders["defsent onnx fp32"] = ours(use_runtime(load_model(work, "cpu"), "onnx", "fp32"))
     if "int8" in args.precision:
         encoders["defsent onnx int8"] = ours(use_runtime(load_model(work, "cpu"), "onnx", "int8"))
+    versions = f"onnxruntime {onnxruntime.__version__}, sentence-transformers {sentence_transformers.__version__}"
+    if "openvino" in args.peers:
+        import openvino
+
+        versions += f", openvino {openvino.__version__}"
     print(
-        f"model all-MiniLM-L6-v2, torch {torch.__version__} ({torch.get_num_threads()} threads), onnxruntime "
-        f"{onnxruntime.__version__}, sentence-transformers {sentence_transformers.__version__}, batch {b}, "
-        f"best of {args.repeats}"
+        f"model all-MiniLM-L6-v2, torch {torch.__version__} ({torch.get_num_threads()} threads), {versions}, "
+        f"batch {b}, best of {args.repeats}"
     )
     sets = {"STS-B test": stsb_test_sentences(), "WordNet definitions": wordnet_definitions(args.definitions)}
     gold = stsb_gold()
