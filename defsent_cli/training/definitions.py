@@ -7,7 +7,7 @@ the vocabulary (the vocabulary is the bank, the token the label).
 
 Faithful to the reference: AdamW (eps 1e-6, weight decay 0), linear decay to 0
 with no warm-up, gradient clipping 1.0, batch 32, one epoch, fp32 (``--precision auto`` is bf16 mixed
-precision on a bf16 GPU, fp32 elsewhere), the pooler
+precision on a bf16 GPU and on a CPU with AMX, fp32 elsewhere), the pooler
 dense head (``encoder/head.py``).  Ours on top: a seed for data order, dropout
 and init; length-bucketed batches (the reference pads every definition to 141
 tokens); a loss that never holds more than one batch x entries matrix; a
