@@ -294,6 +294,15 @@ def test_search_lookup_health_metrics(server):
     assert "access-control-allow-origin" not in {k.lower() for k in head}  # no CORS unless asked
 
 
+def wait_for_depth(server, depth: int, failure: str) -> None:
+    """Poll /health until the queue holds ``depth`` requests: 50 tries, 2.5 s at most."""
+    for _ in range(50):
+        if http("GET", server.url + "/health")[2]["queue_depth"] == depth:
+            return
+        time.sleep(0.05)
+    pytest.fail(failure)
+
+
 def test_full_queue_is_503_and_sigterm_finishes_requests_in_flight(world, tmp_path):
     args = ["-m", world["model"], *TORCH_FP32, "--max-wait-ms", "2500", "--max-batch", "1000", "--max-queue", "2"]
     with serving(tmp_path, *args) as server:
@@ -307,12 +316,7 @@ def test_full_queue_is_503_and_sigterm_finishes_requests_in_flight(world, tmp_pa
         threads = [threading.Thread(target=call, args=(slot,)) for slot in range(2)]
         for thread in threads:
             thread.start()
-        for _ in range(50):  # both waiting in the batcher (it waits up to 2.5 s for more)
-            if http("GET", server.url + "/health")[2]["queue_depth"] == 2:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the two requests never queued")
+        wait_for_depth(server, 2, "the two requests never queued")  # both in the batcher (it waits 2.5 s for more)
         code, head, answer = http("POST", server.url + "/v1/embeddings", {"input": "one more"})
         assert code == 503 and head.get("retry-after") == "1" and answer["error"]["code"] == "overloaded"
         server.process.send_signal(signal.SIGTERM)
@@ -334,23 +338,9 @@ def test_a_client_that_leaves_frees_its_place(world, tmp_path):
         head = f"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         leaving = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         leaving.sendall(head.encode() + body)
-
-        def depth() -> int:
-            return http("GET", server.url + "/health")[2]["queue_depth"]
-
-        for _ in range(50):
-            if depth() == 1:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the request never queued")
+        wait_for_depth(server, 1, "the request never queued")
         leaving.close()
-        for _ in range(50):
-            if depth() == 0:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the place of a client that left was not freed")
+        wait_for_depth(server, 0, "the place of a client that left was not freed")
         code, _, answer = http("POST", server.url + "/v1/embeddings", {"input": "a baby pig"}, timeout=60)
         assert code == 200 and len(answer["data"]) == 1  # the queue of one took it: the slot was free
 

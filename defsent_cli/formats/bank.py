@@ -289,20 +289,28 @@ def _check_finite(vectors: np.ndarray, path: Path, dtype="float32", stored=None,
     raise DefsentError(f"bank has {len(bad)} row(s) with NaN or infinite values; rebuild it", path=path)
 
 
+@contextlib.contextmanager
+def checked_file(path: Path, kind: str, fmt: str, datasets: tuple[str, ...]) -> Iterator[tuple[object, dict]]:
+    """A defsent HDF5 file (a bank, an index: ``kind``) opened for its header: there, of format ``fmt``, holding
+    ``datasets``; yields the open file and its attributes as plain values. Anything else: one line naming it."""
+    import numpy as np
+
+    if not path.is_file():
+        raise DefsentError(f"no such {kind} file", path=path)
+    with hdf5_input(path, f"the {kind}") as h5:
+        if h5.attrs.get("format") != fmt:
+            raise DefsentError(f"not a defsent {kind} (format attribute is not {fmt!r})", path=path)
+        missing = [name for name in datasets if name not in h5]
+        if missing:
+            raise DefsentError(f"{kind} is missing dataset {missing[0]!r}", path=path)
+        yield h5, {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
+
+
 def open_bank(path: str | Path) -> BankFile:
     """Open a bank written by :func:`write_bank` or :func:`bank_output` without reading its vectors; anything
     else is a one-line error naming the file."""
-    import numpy as np
-
     path = Path(path)
-    if not path.is_file():
-        raise DefsentError("no such bank file", path=path)
-    with hdf5_input(path, "the bank") as h5:
-        if h5.attrs.get("format") != BANK_FORMAT:
-            raise DefsentError(f"not a defsent bank (format attribute is not {BANK_FORMAT!r})", path=path)
-        missing = [name for name in ("entries", "vectors", "counts") if name not in h5]
-        if missing:
-            raise DefsentError(f"bank is missing dataset {missing[0]!r}", path=path)
+    with checked_file(path, "bank", BANK_FORMAT, ("entries", "vectors", "counts")) as (h5, attrs):
         shapes = {name: h5[name].shape for name in ("entries", "vectors", "counts")}
         if len(shapes["vectors"]) != 2 or len(shapes["entries"]) != 1 or len(shapes["counts"]) != 1:
             raise DefsentError(
@@ -311,7 +319,6 @@ def open_bank(path: str | Path) -> BankFile:
             )
         if h5["vectors"].dtype.kind != "f":
             raise DefsentError(f"bank vectors must be floats, found {h5['vectors'].dtype}", path=path)
-        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
     n, dim = shapes["vectors"]
     if shapes["entries"][0] != n or shapes["counts"][0] != n:
         raise DefsentError("bank datasets disagree in length", path=path)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
 from ..io import hdf5_input, is_stdout, refuse_stdout
-from .bank import streamed_rows
+from .bank import checked_file, streamed_rows
 
 if TYPE_CHECKING:  # numpy and h5py only where an index is read or written
     import numpy as np
@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # numpy and h5py only where an index is read or written
 INDEX_FORMAT = "defsent-index/1"
 INDEX_SUFFIXES = (".h5", ".hdf5")
 READ_ROWS = 65536
+#: the datasets every index holds (an ANN graph may sit beside them: ``IndexFile.extras``)
+DATASETS = ("ids", "texts", "vectors")
 
 
 def check_index_path(path: str | Path) -> Path:
@@ -152,20 +154,10 @@ def file_format(path: str | Path) -> str:
 
 def open_index(path: str | Path) -> IndexFile:
     """Open an index written by :func:`index_output`; anything else is a one-line error naming the file."""
-    import numpy as np
-
     path = Path(path)
-    if not path.is_file():
-        raise DefsentError("no such index file", path=path)
-    with hdf5_input(path, "the index") as h5:
-        if h5.attrs.get("format") != INDEX_FORMAT:
-            raise DefsentError(f"not a defsent index (format attribute is not {INDEX_FORMAT!r})", path=path)
-        missing = [name for name in ("ids", "texts", "vectors") if name not in h5]
-        if missing:
-            raise DefsentError(f"index is missing dataset {missing[0]!r}", path=path)
+    with checked_file(path, "index", INDEX_FORMAT, DATASETS) as (h5, attrs):
         shape = h5["vectors"].shape
         if len(shape) != 2 or h5["ids"].shape != (shape[0],) or h5["texts"].shape != (shape[0],):
             raise DefsentError("index datasets disagree in shape; rebuild it with defsent index", path=path)
-        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
-        extras = tuple(name for name in h5 if name not in ("ids", "texts", "vectors"))
+        extras = tuple(name for name in h5 if name not in DATASETS)
     return IndexFile(path, int(shape[0]), int(shape[1]), attrs, extras)
