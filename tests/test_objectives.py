@@ -396,3 +396,29 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(kind, tiny_bert, tmp_
     assert "resuming from step 4" in resumed.stderr
     a, b = _weights(full), _weights(killed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_state_saved_before_the_objectives_kept_their_settings_still_resumes(changed, tmp_path):
+    """Before issue 70 every run's state kept TrainConfig's DefSent+ fields in its config (a simcse run's said
+    objective defsent-plus there) and the objective's own settings in "settings"; that state resumes the same run
+    today, whose config holds the loop's and the objective's settings together, and refuses a changed one."""
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    from defsent_cli.errors import DefsentError
+    from defsent_cli.training.config import TrainConfig
+    from defsent_cli.training.state import check_resume
+
+    loop = asdict(TrainConfig(pooling="cls", lr=3e-5))
+    own = {"objective": "simcse", "split": "train", "mlp": True, "temperature": 0.05}
+    old_config = {**loop, "pooler": "auto", "objective": "defsent-plus", "logits": "dot", "head_warmup_steps": 0}
+    inputs = {"SENTENCES": {"path": "/x/s.txt", "sha256": "0" * 64}}
+    doc = {"config": old_config, "settings": own, "inputs": inputs}
+    now = {**own, "temperature": 0.1} if changed else own
+    trainer = SimpleNamespace(run_settings=lambda: {**loop, **now}, settings=lambda: {}, inputs=lambda: inputs)
+    if changed:
+        with pytest.raises(DefsentError, match=r"--temperature 0.1 \(saved: 0.05\)"):
+            check_resume(doc, trainer, tmp_path / "state.safetensors")
+    else:
+        check_resume(doc, trainer, tmp_path / "state.safetensors")

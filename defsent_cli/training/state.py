@@ -113,9 +113,10 @@ def check_resume(doc: dict, trainer, path: Path) -> None:
     file differs (by SHA-256: another file, the same file edited, its lines in another order). Each difference is
     named; the one place every resumable command (train, tsdae, simcse, train-pairs, teacher) checks this."""
     # every setting of the run, the loop's and the objective's (a state saved before issue 70 kept the objective's
-    # in "settings", DefSent+'s in "config"; one saved before either, in "extra")
+    # in "settings", DefSent+'s in "config", where a simcse run's config also said objective defsent-plus, which
+    # its settings override; one saved before either, in "extra")
     saved_aux = doc["settings"] if isinstance(doc.get("settings"), dict) else _legacy_settings(doc)
-    saved = {**saved_aux, **doc.get("config", {})}
+    saved = {**doc.get("config", {}), **saved_aux}
     mine, aux, defaults = trainer.run_settings(), trainer.settings(), asdict(TrainConfig())
     differ = [
         f"{_option(k)} {_shown(mine[k])} (saved: {_shown(saved.get(k, defaults.get(k)))})"
