@@ -33,13 +33,19 @@ from ..encoder.word_head import WORD_HEAD_FILE, save_word_head
 from ..errors import DefsentError, count
 from ..formats.bank import check_bank_matches, open_bank
 from ..formats.dictionary import check_dictionary
-from .config import DEFAULT_SCALE, DEFINITIONS_CONSTRAINTS, OBJECTIVE_DEFAULTS, TrainConfig
+from .config import DEFAULT_SCALE, DEFINITIONS_CONSTRAINTS, TrainConfig
 from .data import training_data, word_training_data
 from .forward import TrainForward, batch, forward, noised
 from .loop import ObjectiveRun, StepLoss
 from .loss import bank_cross_entropy
 from .objective import Objective, register
 from .sharded_loss import BankShard, wants_sharding
+
+#: Definitions' own settings, by the names of its constructor's keywords (the bank aside) and of its attributes.
+SETTINGS = (
+    "pooler", "inference_pooling", "bank_dtype", "shard_bank", "logits", "scale", "label_smoothing",
+    "head_warmup_steps", "objective", "freeze_embeddings",
+)  # fmt: skip
 
 #: The DefSent+ options that DefSent's word prediction does not take (checked by :meth:`Definitions.check`).
 _PLUS_ONLY = (
@@ -65,8 +71,6 @@ class Definitions(Objective):
     dev_key = None  # the state's document is the dev tracker's own, as train's always was
     best_prefix = ""  # and the kept-best weights bare
     constraints = DEFINITIONS_CONSTRAINTS
-    #: each objective's reference settings of the loop where the command line is silent (``config.py``)
-    defaults = OBJECTIVE_DEFAULTS
     #: the model card's title and sentence, by objective
     cards = {
         "defsent-plus": (
@@ -105,18 +109,7 @@ class Definitions(Objective):
     def settings(self) -> dict:
         """DefSent+'s and DefSent's own settings (in defsent.json's ``config`` beside the loop's, as they always
         were)."""
-        return {
-            "pooler": self.pooler,
-            "inference_pooling": self.inference_pooling,
-            "bank_dtype": self.bank_dtype,
-            "shard_bank": self.shard_bank,
-            "logits": self.logits,
-            "scale": self.scale,
-            "label_smoothing": self.label_smoothing,
-            "head_warmup_steps": self.head_warmup_steps,
-            "objective": self.objective,
-            "freeze_embeddings": self.freeze_embeddings,
-        }
+        return {name: getattr(self, name) for name in SETTINGS}
 
     @property
     def embeddings_frozen(self) -> bool:

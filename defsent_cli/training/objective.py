@@ -7,8 +7,9 @@ the loss of a batch, the run's one-line description and what it adds to the chec
 else is :class:`loop.Loop`'s, once for every objective: the checks of :class:`TrainConfig`, the seeds, the
 model and its pooling and token limit, the optimiser over the encoder and the objective's modules, the loop
 (schedule, precision, DDP weighting, clipping, logging, dev evaluation, keep-best, state save and resume), and
-``run.fit``'s checkpoint folder. This module imports neither torch nor the loop: a command reads an objective's
-name, settings' constraints, defaults and card without loading them.
+``run.fit``'s checkpoint folder. This module imports neither torch nor the loop. (The objectives' modules do
+import torch, so what a command's ``--help`` shows of one, its choices, constraints and default settings, is
+declared in ``config.py``, which imports neither, and the objective takes it from there.)
 
 One meaning for "objective": a class registered here, :data:`OBJECTIVES` by ``name`` (the command that trains it:
 ``train``, ``tsdae``, ``simcse``, ``train-pairs``, ``teacher``). ``kind`` is the word ``defsent.json`` records for
