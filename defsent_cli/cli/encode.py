@@ -16,7 +16,7 @@ from ..io import check_output, is_stdout
 from . import options as opt
 from .boundary import guard
 from .groups import Group, Values, option, takes_groups
-from .models import MODEL, TOOLBOX, encode_spec, load
+from .models import MODEL, TOOLBOX, encode_spec, load_encoder
 
 VectorFormat = opt.choices("VectorFormat", ("npy", "jsonl", "json", "h5"))
 
@@ -122,10 +122,8 @@ def encode_command(
         ids, texts = read_plain_records(
             sources, records.field, records.id_field, records.skip_blank, "encode", "sentences"
         )
-    loaded = load(model)
-    encoder = spec.resolve(
-        loaded, batch_size=model.batch_size, max_length=model.max_length, show_progress=show_progress
-    )
+    encoder = load_encoder(spec, model, show_progress=show_progress)
+    loaded = encoder.loaded
     with distributed.session(loaded.device):
         if from_stdin:
             texts = distributed.broadcast_object(texts)

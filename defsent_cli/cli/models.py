@@ -61,7 +61,8 @@ MODEL = Group(
             "--precision",
             type=PrecisionName,
             help="fp32; tf32 (fp32 with TF32 matrix products on a CUDA GPU); fp16 or bf16 (half-precision weights, "
-            "for GPUs; pooling in fp32); int8 (dynamic quantization; needs --runtime onnx).",
+            "for GPUs, and bf16 for a CPU with AMX, 2.4x fp32 at its quality: docs/cpu.md; pooling in fp32); int8 "
+            "(dynamic quantization; needs --runtime onnx).",
             default=PrecisionName("fp32"),
             envvar="DEFSENT_PRECISION",
         ),
