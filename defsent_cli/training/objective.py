@@ -94,11 +94,10 @@ class Objective:
     title: ClassVar[str] = ""
     description: ClassVar[str] = ""
 
-    def card(self) -> tuple[str, str]:
-        """(title, description) of the checkpoint's model card (an objective with variants tells them apart)."""
-        return self.title or f"{self.name} fine-tune", self.description or (
-            f"a `{self.name}` training run of defsent; its settings and data are below."
-        )
+    def card(self) -> tuple[str, str] | None:
+        """(title, description) of the checkpoint's model card (an objective with variants tells them apart); None:
+        the card's neutral ones, which name the kind (``formats/checkpoint.NEUTRAL_CARD``)."""
+        return (self.title, self.description) if self.title and self.description else None
 
     def encoder_start(self) -> tuple[int, str]:
         """The step from which the encoder trains (before it only the objective's modules do: a head warm-up), and
