@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..constraints import Interval
-from ..encoder.precision import INFERENCE_PRECISIONS, RUNTIMES
+from ..encoder.precision import PRECISION_CHOICES, RUNTIME_CHOICES
 from . import options as opt
 from .groups import Group, Values, declared, option
 
-RuntimeName = opt.choices("RuntimeName", RUNTIMES)
-PrecisionName = opt.choices("PrecisionName", INFERENCE_PRECISIONS)
+RuntimeName = opt.choices("RuntimeName", RUNTIME_CHOICES)
+PrecisionName = opt.choices("PrecisionName", PRECISION_CHOICES)
 Weighting = opt.choices("Weighting", ("idf", "none"))
 
 #: The model's options, in the order --help lists them.
@@ -53,8 +53,9 @@ MODEL = Group(
             "--runtime",
             type=RuntimeName,
             help="torch, or onnx: ONNX Runtime on the CPU (the graph exported once and cached; --device auto runs "
-            "it on the CPU).",
-            default=RuntimeName("torch"),
+            "it on the CPU); auto: the runtime of --precision (int8: onnx; auto: onnx on a CPU where it is "
+            "installed; the others: torch).",
+            default=RuntimeName("auto"),
             envvar="DEFSENT_RUNTIME",
         ),
         "precision": option(
@@ -62,7 +63,8 @@ MODEL = Group(
             type=PrecisionName,
             help="fp32; tf32 (fp32 with TF32 matrix products on a CUDA GPU); fp16 or bf16 (half-precision weights, "
             "for GPUs, and bf16 for a CPU with AMX, 2.4x fp32 at its quality: docs/cpu.md; pooling in fp32); int8 "
-            "(dynamic quantization; needs --runtime onnx).",
+            "(dynamic quantization; needs --runtime onnx); auto: int8 on ONNX Runtime, fp16 on a GPU, else fp32 "
+            "(the same for every command: docs/cpu.md).",
             default=PrecisionName("fp32"),
             envvar="DEFSENT_PRECISION",
         ),
@@ -155,9 +157,10 @@ def load(model: Values, path: Path | None = None, **given: Any):
     from ..encoder.cuda_graphs import check_cuda_graphs
     from ..encoder.models import load_model
     from ..encoder.onnx_runtime import check_runtime, runtime_device, use_runtime
+    from ..encoder.precision import choose_runtime
 
     run = _settings(MODEL, model, given)
-    runtime, precision = run["runtime"], run["precision"]
+    runtime, precision = choose_runtime(run["runtime"], run["precision"], run["device"])
     check_runtime(runtime, precision, run["device"])
     device = distributed.local_device(runtime_device(runtime, run["device"]))
     if run["cuda_graphs"]:

@@ -12,41 +12,24 @@ import typer
 
 from ..console import say
 from ..errors import DefsentError
+from ..serve.limits import DEFAULTS
 from . import options as opt
 from .boundary import guard
-from .groups import Values, takes_groups
-from .models import MODEL, encode_spec, load
+from .groups import Values, change, takes_groups
+from .models import MODEL, PrecisionName, encode_spec, load
 from .search import ANN_SEARCH, Dictionary, Similarity, SimilarityName
-
-ServeRuntime = opt.choices("ServeRuntime", ("auto", "torch", "onnx"))
-ServePrecision = opt.choices("ServePrecision", ("auto", "fp32", "tf32", "fp16", "bf16", "int8"))
-
-
-def choose_runtime(runtime: str, precision: str, device: str) -> tuple[str, str]:
-    """``auto``: the fastest here: on a CUDA GPU torch in fp16; on the CPU ONNX Runtime in int8 when it is
-    installed (the ``onnx`` extra), else torch fp32."""
-    if runtime != "auto" and precision != "auto":
-        return runtime, precision
-    import torch
-
-    gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if runtime == "auto":
-        if gpu or precision in ("tf32", "fp16", "bf16"):
-            runtime = "torch"
-        else:
-            try:
-                import onnxruntime  # noqa: F401
-            except ImportError:
-                runtime = "torch"
-            else:
-                runtime = "onnx"
-    if precision == "auto":
-        precision = "int8" if runtime == "onnx" else ("fp16" if gpu else "fp32")
-    return runtime, precision
 
 
 def model_name(folder: Path) -> str:
-    """The name the API reports: the model folder's (its parent's for a folder named 'model', as the bundled one)."""
+    """The name the API reports: a Hub model's id, as the user names it (``-m acme/mini``; the bundled model is
+    ``sentence-transformers/all-MiniLM-L6-v2``); else the model folder's name (its parent's for a folder named
+    'model')."""
+    from ..formats.origin import hub_origin
+
+    origin = hub_origin(folder)
+    if origin is not None:
+        return origin["hub_id"]
+    folder = Path(folder).resolve()
     return folder.parent.name if folder.name == "model" and folder.parent.name else folder.name or str(folder)
 
 
@@ -73,7 +56,14 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve_command(
-    model: Values = MODEL(only=("model", "batch_size", "device")),
+    model: Values = MODEL(
+        only=("model", "batch_size", "device", "runtime", "precision"),
+        precision=change(
+            PrecisionName("auto"),
+            help="auto (the fastest here: int8 on ONNX Runtime on a CPU where it is installed, fp16 on a GPU, else "
+            "fp32), fp32, tf32, fp16, bf16 or int8 (see encode).",
+        ),
+    ),
     bank: Annotated[
         Path | None,
         typer.Option("--bank", help="An entry bank (.h5): the reverse dictionary at /v1/lookup and on the page."),
@@ -103,23 +93,33 @@ def serve_command(
     ] = None,
     max_batch: Annotated[
         int, typer.Option("--max-batch", min=1, help="Texts encoded together at most (dynamic batching).")
-    ] = 64,
+    ] = DEFAULTS.max_batch,
     max_wait_ms: Annotated[
         float,
         typer.Option(
             "--max-wait-ms", callback=opt.NON_NEGATIVE, help="How long a batch waits for more requests to join it."
         ),
-    ] = 2.0,
+    ] = DEFAULTS.max_wait * 1000.0,
     max_queue: Annotated[
         int, typer.Option("--max-queue", min=1, help="Requests waiting at most; more are answered 503 (Retry-After).")
-    ] = 256,
+    ] = DEFAULTS.max_queue,
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-body-bytes",
+            min=1,
+            help="Bytes per request body at most: a larger one is refused (413) before it is read.",
+        ),
+    ] = DEFAULTS.max_body_bytes,
     max_inputs: Annotated[
         int, typer.Option("--max-inputs", min=1, help="Texts per request at most (more: 413).")
-    ] = 256,
+    ] = DEFAULTS.max_inputs,
     max_chars: Annotated[
         int, typer.Option("--max-chars", min=1, help="Characters per text at most (more: 400).")
-    ] = 8192,
-    max_k: Annotated[int, typer.Option("--max-k", min=1, help="Hits per query at most (search, lookup).")] = 100,
+    ] = DEFAULTS.max_chars,
+    max_k: Annotated[
+        int, typer.Option("--max-k", min=1, help="Hits per query at most (search, lookup).")
+    ] = DEFAULTS.max_k,
     drain_seconds: Annotated[
         float,
         typer.Option(
@@ -131,15 +131,6 @@ def serve_command(
     similarity: Similarity = SimilarityName("cosine"),
     how: Values = ANN_SEARCH(),
     pooling: opt.Pooling = None,
-    runtime: Annotated[
-        ServeRuntime,
-        typer.Option(
-            "--runtime", help="auto (the fastest here: ONNX int8 on a CPU, torch fp16 on a GPU), torch or onnx."
-        ),
-    ] = ServeRuntime("auto"),
-    precision: Annotated[
-        ServePrecision, typer.Option("--precision", help="auto, fp32, tf32, fp16, bf16 or int8 (see encode).")
-    ] = ServePrecision("auto"),
 ) -> None:
     """Serve the model over HTTP: OpenAI's embeddings API, search, the reverse dictionary and its page.
 
@@ -162,19 +153,22 @@ def serve_command(
     from ..formats.bank import open_bank
     from ..formats.index import open_index
     from ..serve.app import Security, create_app
-    from ..serve.engine import Engine, Limits
+    from ..serve.engine import Engine
+    from ..serve.limits import Limits
     from ..serve.search import bank_collection, index_collection
+    from ..serve.server import DrainingServer
 
+    if api_key is not None and not api_key.strip():
+        raise DefsentError("--api-key (or DEFSENT_API_KEY) is empty: give a key, or leave it out to serve without one")
     if index is not None:
         index_file = open_index(index)
     if bank is not None:
         bank_file = open_bank(bank)
     if dictionary is not None and bank is None:
         raise DefsentError("--dictionary gives the bank's definitions: pass --bank too")
-    runtime_name, precision_name = choose_runtime(opt.value(runtime), opt.value(precision), model.device)
     sock = listen(host, port)
     try:
-        loaded = load(model, runtime=runtime_name, precision=precision_name)
+        loaded = load(model)
         encoder = encode_spec(pooling).resolve(loaded, batch_size=model.batch_size, show_progress=False)
         bank_search = index_search = None
         if bank is not None:
@@ -183,7 +177,15 @@ def serve_command(
             )
         if index is not None:
             index_search = index_collection(index_file, loaded, model.batch_size, None, how.exact, how.ef_search)
-        limits = Limits(max_inputs, max_chars, max_k, max_batch, max_wait_ms / 1000.0, max_queue)
+        limits = Limits(
+            max_body_bytes=max_body_bytes,
+            max_inputs=max_inputs,
+            max_chars=max_chars,
+            max_k=max_k,
+            max_batch=max_batch,
+            max_wait=max_wait_ms / 1000.0,
+            max_queue=max_queue,
+        )
         engine = Engine(encoder, model_name(Path(model.model)), limits, bank_search, index_search)
         app = create_app(engine, Security(api_key, list(cors_origin or [])))
         config = uvicorn.Config(
@@ -191,7 +193,6 @@ def serve_command(
             log_level="warning",
             access_log=False,
             lifespan="on",
-            timeout_graceful_shutdown=drain_seconds,
             server_header=False,
         )
         bound = sock.getsockname()
@@ -203,7 +204,7 @@ def serve_command(
             f"serving {loaded.path} ({describe(loaded)}, {loaded.dim} dims; {served}) on http://{host}:{bound[1]}/ "
             f"({'API key required' if api_key else 'no API key'}); Ctrl-C or SIGTERM stops it"
         )
-        uvicorn.Server(config).run(sockets=[sock])
+        DrainingServer(config, engine, drain_seconds).run(sockets=[sock])
     finally:
         sock.close()
 

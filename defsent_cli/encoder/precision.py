@@ -10,6 +10,11 @@ Inference (``encode``, ``embed-entries``, the evaluations; ``--precision``):
   computed from the states upcast to float32. Meant for GPUs, and for CPUs with AMX (bf16 matrix tiles),
   where bf16 runs as fast as int8 at fp32's quality; on other CPUs bf16 runs slowly.
 - ``int8``: ONNX Runtime's dynamic quantization (``--runtime onnx``; ``onnx_runtime.py``).
+- ``auto``: the fastest here, one meaning for every command that encodes (:func:`choose_runtime`): on a CUDA GPU
+  torch in fp16; on a CPU ONNX Runtime in int8 when it is installed, else torch fp32 (with ``--runtime torch``
+  named: fp16 on a GPU, fp32 on a CPU; with ``--runtime onnx``: int8). ``serve`` defaults to ``auto``; the other
+  commands default to fp32 (on torch: vectors equal to sentence-transformers' to float noise). ``--runtime``
+  defaults to ``auto`` everywhere: the runtime of the precision asked for (int8: onnx; the others: torch).
 
 Training (``train``, ``tsdae``; ``--precision``), mixed precision as torch.amp does it: float32 master
 weights and optimizer state, the forward pass under ``torch.autocast`` in bf16 or fp16 (fp16 with a
@@ -30,6 +35,9 @@ from ..errors import DefsentError
 
 RUNTIMES = ("torch", "onnx")
 INFERENCE_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+#: what ``--runtime`` and ``--precision`` accept: a runtime or precision, or ``auto`` (:func:`choose_runtime`)
+RUNTIME_CHOICES = ("auto", *RUNTIMES)
+PRECISION_CHOICES = ("auto", *INFERENCE_PRECISIONS)
 #: The precisions each runtime offers.
 PRECISIONS = {"torch": ("fp32", "tf32", "fp16", "bf16"), "onnx": ("fp32", "int8")}
 TRAIN_PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
@@ -41,6 +49,33 @@ def torch_dtype(precision: str):
     import torch
 
     return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+
+
+def choose_runtime(runtime: str, precision: str, device: str) -> tuple[str, str]:
+    """``auto`` resolved, one meaning for every command. Precision ``auto``: the fastest here, on a CUDA GPU
+    (``device`` cuda, or auto with one there) torch fp16, on a CPU ONNX Runtime int8 when it is installed (the
+    ``onnx`` extra), else torch fp32; with a runtime named, that runtime's fastest (onnx: int8; torch: fp16 on a
+    GPU, fp32 on a CPU). Runtime ``auto`` with a precision named: the runtime that has it (int8: onnx; the others:
+    torch, the reference). The pair is checked later (``onnx_runtime.check_runtime``)."""
+    if runtime != "auto" and precision != "auto":
+        return runtime, precision
+    import torch
+
+    gpu = str(device).startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    if runtime == "auto":
+        if precision == "auto":
+            runtime = "onnx" if not gpu and _onnxruntime() else "torch"
+        else:
+            runtime = "onnx" if precision == "int8" else "torch"
+    if precision == "auto":
+        precision = "int8" if runtime == "onnx" else ("fp16" if gpu else "fp32")
+    return runtime, precision
+
+
+def _onnxruntime() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None
 
 
 #: ``DEFSENT_CPU_AMX=0`` makes :func:`cpu_amx_bf16` say no (``auto`` then trains in fp32 on any CPU), ``=1`` yes.

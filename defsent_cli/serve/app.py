@@ -6,8 +6,14 @@
 - ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /v1/models``, and ``GET /``: the page.
 
 Every error is a JSON object ``{"error": {"message", "type", "param", "code"}}``, never a traceback: 400 a bad
-request or a text over ``max_chars``, 401 a wrong API key, 404 an unknown path or a collection not served, 413 more
-than ``max_inputs`` texts, 503 (with ``Retry-After``) a full queue, 500 a failure inside (logged).
+request, a text over ``max_chars`` or longer than the model's window (unless ``"truncate": true``), or not valid
+Unicode; 401 a wrong API key, 404 an unknown path, model or a collection not served, 413 a body over
+``max_body_bytes`` (refused before it is read) or more than ``max_inputs`` texts, 499 (logged in the metrics only) a
+client that left, 503 (with ``Retry-After``) a full queue or a server stopping, 500 a failure inside (logged).
+The engine's own errors become statuses in one table (:data:`ENGINE_ERRORS`).
+
+While the server drains (SIGTERM: ``server.py``) every response says ``Connection: close``, so a keep-alive client
+opens a new connection for its next request instead of writing into one that is about to close.
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
-from .batcher import QueueFull
-from .engine import Engine
+from .batcher import QueueFull, Stopping
+from .engine import Engine, TooLong
 from .page import page_html
 
 logger = logging.getLogger("defsent")
@@ -57,9 +64,46 @@ def error_response(exc: ApiError, headers: dict | None = None) -> JSONResponse:
     return JSONResponse(error_body(exc.message, exc.kind, exc.param, exc.code), exc.status, headers=headers)
 
 
+CLIENT_LEFT = 499  # nginx's "client closed request": counted in the metrics, never sent (nobody is there)
+
+
+def _too_long(exc: TooLong, param: str) -> ApiError:
+    param = param or "input"
+    return ApiError(400, f"'{param}'{exc}", param=param, code="context_length_exceeded")
+
+
+#: The engine's errors as HTTP answers, in one place: exception class -> (the request's field) -> ApiError.
+ENGINE_ERRORS = {
+    QueueFull: lambda exc, param: ApiError(
+        503,
+        "the server is busy (its queue is full); retry shortly",
+        "server_error",
+        code="overloaded",
+        headers={"Retry-After": "1"},
+    ),
+    Stopping: lambda exc, param: ApiError(
+        503,
+        "the server is stopping and could not answer in time; retry (on another instance)",
+        "server_error",
+        code="shutting_down",
+        headers={"Retry-After": "1", "Connection": "close"},
+    ),
+    TooLong: _too_long,
+    ClientDisconnect: lambda exc, param: ApiError(CLIENT_LEFT, "the client closed the request", code="client_closed"),
+}
+
+
+def engine_error(exc: Exception, param: str | None = None) -> ApiError:
+    """The HTTP answer to one of the engine's errors (:data:`ENGINE_ERRORS`)."""
+    for kind, answer in ENGINE_ERRORS.items():
+        if isinstance(exc, kind):
+            return answer(exc, param)
+    raise exc
+
+
 class Gate:
-    """Pure ASGI middleware: the API key (``Authorization: Bearer KEY`` on /v1/* and /metrics) and the metrics of
-    every request (route, status, latency)."""
+    """Pure ASGI middleware: the API key (``Authorization: Bearer KEY`` on /v1/* and /metrics), ``Connection: close``
+    while the server drains, and the metrics of every request (route, status, latency, requests in flight)."""
 
     def __init__(self, app, engine: Engine, api_key: str | None):
         self.app, self.engine, self.api_key = app, engine, api_key
@@ -68,13 +112,21 @@ class Gate:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path, start, status = scope["path"], time.perf_counter(), {"code": 500}
+        metrics = self.engine.metrics
 
         async def sending(message):
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
+                if status["code"] == CLIENT_LEFT:
+                    return  # nobody to answer: counted, not sent
+                if self.engine.draining:
+                    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            elif status["code"] == CLIENT_LEFT:
+                return
             await send(message)
 
-        self.engine.in_flight += 1
+        metrics.in_flight += 1
         try:
             if self.api_key and (path.startswith("/v1/") or path == "/metrics") and not self._authorised(scope):
                 bad = ApiError(
@@ -83,9 +135,12 @@ class Gate:
                 await error_response(bad, {"WWW-Authenticate": "Bearer"})(scope, receive, sending)
                 return
             await self.app(scope, receive, sending)
+        except Exception:  # noqa: BLE001 - answered 500 and logged in one line (create_app's _failure) already
+            if status["code"] != 500:
+                raise
         finally:
-            self.engine.in_flight -= 1
-            self.engine.metrics.observe_request(path, status["code"], time.perf_counter() - start)
+            metrics.in_flight -= 1
+            metrics.observe_request(path, status["code"], time.perf_counter() - start)
 
     def _authorised(self, scope) -> bool:
         header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
@@ -110,18 +165,49 @@ async def answer_or_leave(request: Request, future: asyncio.Future):
         watch.cancel()
     if future not in done:
         future.cancel()
-        raise ApiError(499, "client closed the request")
+        raise ClientDisconnect
     return future.result()
 
 
-async def read_json(request: Request) -> dict:
+async def read_body(request: Request, cap: int) -> bytes:
+    """The request's body, refused (413) as soon as it passes ``cap`` bytes: by its Content-Length before a byte is
+    read, else while it streams in, so an oversized body is never held whole."""
+    too_big = ApiError(
+        413,
+        f"the request body is over {cap:,} bytes, the most this server reads (--max-body-bytes)",
+        param=None,
+        code="request_too_large",
+        headers={"Connection": "close"},  # the rest of the body is not read: this connection ends here
+    )
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > cap:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, cap: int) -> dict:
+    raw = await read_body(request, cap)
     try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError):
         raise ApiError(400, "the request body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return body
+
+
+def flag(body: dict, name: str) -> bool:
+    """An optional boolean field of the body (absent: false)."""
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise ApiError(400, f"'{name}' must be true or false", param=name)
+    return value
 
 
 def texts_of(body: dict, name: str, engine: Engine) -> list[str]:
@@ -148,6 +234,16 @@ def texts_of(body: dict, name: str, engine: Engine) -> list[str]:
     for number, item in enumerate(items):
         if not item.strip():
             raise ApiError(400, f"'{name}'[{number}] is empty", param=name)
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ApiError(
+                400,
+                f"'{name}'[{number}] is not valid Unicode (a lone surrogate, {item[exc.start]!r}, at character "
+                f"{exc.start}): send text, each \\uD800-\\uDFFF escape in a pair",
+                param=name,
+                code="invalid_text",
+            ) from None
         if len(item) > limits.max_chars:
             raise ApiError(
                 400,
@@ -182,32 +278,40 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         message = f"no route {request.method} {request.url.path}" if exc.status_code in (404, 405) else str(exc.detail)
         return JSONResponse(error_body(message, kind), exc.status_code)
 
+    async def _engine_error(request, exc: Exception):
+        return error_response(engine_error(exc))
+
+    for kind in ENGINE_ERRORS:
+        app.add_exception_handler(kind, _engine_error)
+
     @app.exception_handler(Exception)
     async def _failure(request, exc: Exception):
         logger.warning(f"{request.method} {request.url.path} failed: {type(exc).__name__}: {exc}")
         return JSONResponse(error_body("the server failed on this request; see its log", "server_error"), 500)
 
-    def overloaded() -> ApiError:
-        """A request the full queue turns away: counted, and answered 503 with Retry-After."""
-        engine.metrics.rejected += 1
-        return ApiError(
-            503,
-            "the server is busy (its queue is full); retry shortly",
-            "server_error",
-            code="overloaded",
-            headers={"Retry-After": "1"},
-        )
-
     async def batched(name: str, request: Request, texts: list[str]):
+        """The batcher's results for ``texts``; the engine's refusals as their HTTP answers (the full queue
+        counted)."""
         try:
             future = engine.batchers[name].submit(texts)
-        except QueueFull:
-            raise overloaded() from None
-        return await answer_or_leave(request, future)
+        except QueueFull as exc:
+            engine.metrics.rejected += 1
+            raise engine_error(exc) from None
+        try:
+            return await answer_or_leave(request, future)
+        except Stopping as exc:
+            raise engine_error(exc) from None
+
+    async def measured(texts: list[str], body: dict, param: str) -> list[int]:
+        """Each text's tokens, every text checked against the model's window (unless ``truncate``)."""
+        try:
+            return await engine.measured(texts, flag(body, "truncate"))
+        except TooLong as exc:
+            raise engine_error(exc, param) from None
 
     @app.post("/v1/embeddings")
     async def embeddings(request: Request):
-        body = await read_json(request)
+        body = await read_json(request, engine.limits.max_body_bytes)
         texts = texts_of(body, "input", engine)
         fmt = body.get("encoding_format") or "float"
         if fmt not in ("float", "base64"):
@@ -222,13 +326,15 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             raise ApiError(400, "'model' must be a string", param="model")
-        results = await batched("embeddings", request, texts)
-        data, tokens = [], 0
-        for number, (vector, count) in enumerate(results):
+        counts = await measured(texts, body, "input")
+        vectors = await batched("embeddings", request, texts)
+        data = []
+        for number, vector in enumerate(vectors):
             row = np.asarray(vector, dtype="<f4")
             value = base64.b64encode(row.tobytes()).decode("ascii") if fmt == "base64" else row.tolist()
             data.append({"object": "embedding", "index": number, "embedding": value})
-            tokens += int(count)
+        tokens = sum(counts)
+        engine.metrics.count_texts(0, tokens)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return {"object": "list", "data": data, "model": engine.model_name, "usage": usage}
 
@@ -241,19 +347,24 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
                 else ("no index is served (start the server with --index INDEX.h5)")
             )
             raise ApiError(404, what, "not_found_error")
-        body = await read_json(request)
+        body = await read_json(request, engine.limits.max_body_bytes)
         queries = texts_of(body, "query", engine)
         k = body.get("k", 10)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= engine.limits.max_k:
             raise ApiError(400, f"'k' must be a whole number from 1 to {engine.limits.max_k}", param="k")
+        await measured(queries, body, "query")
 
         async def wait(future):
-            return await answer_or_leave(request, future)
+            try:
+                return await answer_or_leave(request, future)
+            except Stopping as exc:
+                raise engine_error(exc) from None
 
         try:
             found = await engine.search(which, queries, k, wait)
-        except QueueFull:
-            raise overloaded() from None
+        except QueueFull as exc:
+            engine.metrics.rejected += 1
+            raise engine_error(exc) from None
         rows = [{"query": q, "results": hits} for q, hits in zip(queries, found, strict=True)]
         head = {"object": "list", "kind": collection.kind, "similarity": collection.score_kind}
         return {**head, "search": collection.search_kind, "data": rows}
@@ -266,9 +377,23 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
     async def search(request: Request):
         return await search_route("search", request)
 
+    def model_card() -> dict:
+        return {"id": engine.model_name, "object": "model", "created": engine.created, "owned_by": "defsent"}
+
     @app.get("/v1/models")
     async def models():
-        return {"object": "list", "data": [{"id": engine.model_name, "object": "model", "owned_by": "defsent"}]}
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str):
+        if model_id != engine.model_name:
+            raise ApiError(
+                404,
+                f"The model '{model_id}' does not exist: this server serves '{engine.model_name}'",
+                param="model",
+                code="model_not_found",
+            )
+        return model_card()
 
     @app.get("/health")
     async def health():

@@ -6,6 +6,11 @@ as one call of ``fn`` on the encoding thread (one thread: the model runs one bat
 worker threads share the cores inside it). A request larger than ``max_batch`` runs alone. A full queue is
 refused at once (:class:`QueueFull`: the server answers 503 with Retry-After); a request whose client left
 (its future cancelled) is dropped before it is encoded.
+
+One request never fails another: when a batch of several requests fails, each of its requests is run again on
+its own, so only the one whose texts fail gets the error (the server checks every text before it queues it, so
+this is the rare case: a failure no check foresaw). When the server's drain time is up, the requests still
+waiting are answered :class:`Stopping` (:meth:`Batcher.cut`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from dataclasses import dataclass, field
 
 class QueueFull(Exception):
     """The batcher's queue holds ``max_queue`` requests already."""
+
+
+class Stopping(Exception):
+    """The server is stopping and this request was not encoded in the time it had."""
 
 
 @dataclass
@@ -37,9 +46,10 @@ class Batcher:
         self,
         fn: Callable[[list[str]], Sequence],
         executor: Executor,
-        max_batch: int = 64,
-        max_wait: float = 0.002,
-        max_queue: int = 256,
+        *,
+        max_batch: int,
+        max_wait: float,
+        max_queue: int,
         on_batch: Callable[[int, int], None] | None = None,
     ):
         self.fn, self.executor = fn, executor
@@ -65,10 +75,17 @@ class Batcher:
                 await self._task
             except asyncio.CancelledError:
                 pass
+        self.cut()
+
+    def cut(self) -> int:
+        """Answer every waiting request :class:`Stopping`; returns how many there were."""
+        cut = 0
         for job in self.pending:
             if not job.future.done():
-                job.future.set_exception(RuntimeError("the server is stopping"))
+                job.future.set_exception(Stopping())
+                cut += 1
         self.pending.clear()
+        return cut
 
     def submit(self, texts: Sequence[str]) -> asyncio.Future:
         """Queue ``texts``; the future resolves to their results. Raises :class:`QueueFull` when the queue is full."""
@@ -118,14 +135,34 @@ class Batcher:
                     self.on_batch(len(texts), len(jobs))
                 try:
                     results = await loop.run_in_executor(self.executor, self.fn, texts)
-                except Exception as exc:  # noqa: BLE001 - handed to every request of the batch
-                    for job in jobs:
-                        if not job.future.done():
-                            job.future.set_exception(exc)
+                except Exception as exc:  # noqa: BLE001 - handed to the request whose texts failed, alone
+                    if len(jobs) == 1:
+                        _settle(jobs[0], exception=exc)
+                    else:
+                        await self._apart(jobs)
                     continue
                 start = 0
                 for job in jobs:
-                    part = results[start : start + len(job.texts)]
+                    _settle(job, results[start : start + len(job.texts)])
                     start += len(job.texts)
-                    if not job.future.done():
-                        job.future.set_result(part)
+
+    async def _apart(self, jobs: list[_Job]) -> None:
+        """A failed batch's requests run again one by one: only the guilty one fails."""
+        loop = asyncio.get_running_loop()
+        for job in jobs:
+            if job.future.done():
+                continue
+            try:
+                _settle(job, await loop.run_in_executor(self.executor, self.fn, job.texts))
+            except Exception as exc:  # noqa: BLE001 - this request's own failure
+                _settle(job, exception=exc)
+
+
+def _settle(job: _Job, result=None, exception: BaseException | None = None) -> None:
+    """The request's answer, unless its client left (its future cancelled) or it was cut."""
+    if job.future.done():
+        return
+    if exception is not None:
+        job.future.set_exception(exception)
+    else:
+        job.future.set_result(result)

@@ -1,30 +1,36 @@
 """What the server computes, without HTTP: the embeddings of ``defsent encode`` (same pooling, same normalisation,
 same vectors) with each text's token count, and the search of a served index and bank (:mod:`.search`), each
-behind its own dynamic batcher (:mod:`.batcher`) on one encoding thread."""
+behind its own dynamic batcher (:mod:`.batcher`) on one encoding thread.
+
+Each request's texts are measured first, on a thread of their own with a tokenizer of their own (:meth:`Engine.
+measure`: the tokens each text takes, and whether it fits the model's window), so a text the model cannot read
+whole is refused before it joins a batch (:class:`TooLong`) unless its request asked for truncation, and the
+token counts of ``usage`` cost the encoding thread nothing."""
 
 from __future__ import annotations
 
+import copy
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..encoder.tokenize import tokenize
 from .batcher import Batcher
+from .limits import Limits
 from .metrics import Metrics
 from .search import Collection
 
 
-@dataclass
-class Limits:
-    """What one request may ask: texts per request, characters per text, hits per query; and the batching."""
+class TooLong(Exception):
+    """A text longer than the model's window, in a request that did not ask for truncation."""
 
-    max_inputs: int = 256
-    max_chars: int = 8192
-    max_k: int = 100
-    max_batch: int = 64
-    max_wait: float = 0.002
-    max_queue: int = 256
+    def __init__(self, number: int, tokens: int, limit: int):
+        super().__init__(
+            f"[{number}] is longer than this model reads ({tokens if tokens <= limit else f'over {limit}'} tokens; "
+            f'the model\'s window is {limit}): shorten it, or send "truncate": true to have it cut'
+        )
+        self.number, self.tokens, self.limit = number, tokens, limit
 
 
 class Engine:
@@ -44,9 +50,14 @@ class Engine:
         self.bank, self.index = bank, index
         self.metrics = metrics or Metrics()
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="defsent-serve")
+        # requests are measured on a thread of their own, with a tokenizer of their own (a fast tokenizer used
+        # from two threads at once refuses: "Already borrowed")
+        self.measuring = ThreadPoolExecutor(1, thread_name_prefix="defsent-measure")
+        self.tokenizer = copy.deepcopy(self.loaded.tokenizer)
         self.token_limit = self.loaded.token_limit(encoder.max_length)
         self.batchers: dict[str, Batcher] = {}
-        self.in_flight = 0
+        self.created = int(time.time())  # the served model's "created", as OpenAI lists models
+        self.draining = False  # set when the server stops taking requests (serve/server.py)
 
     @property
     def dim(self) -> int:
@@ -54,13 +65,30 @@ class Engine:
 
     def tokens(self, texts: list[str]) -> list[int]:
         """Tokens the model reads for each text (special tokens included, after truncation)."""
-        return [len(ids) for ids in tokenize(texts, self.loaded.tokenizer, self.encoder.pooling, self.token_limit)]
+        return self.measure(texts, truncate=True)
 
-    def _embed(self, texts: list[str]) -> list[tuple[np.ndarray, int]]:
+    def measure(self, texts: list[str], truncate: bool = False) -> list[int]:
+        """Tokens the model reads for each text (special tokens included); a text longer than the model's window is
+        :class:`TooLong` unless ``truncate`` (then it counts the window). Runs on the measuring thread."""
+        limit = self.token_limit
+        ids = tokenize(texts, self.tokenizer, self.encoder.pooling, limit + 1)  # limit + 1: over the window or not
+        counts = [len(one) for one in ids]
+        if not truncate:
+            for number, count in enumerate(counts):
+                if count > limit:
+                    raise TooLong(number, count, limit)
+        return [min(count, limit) for count in counts]
+
+    async def measured(self, texts: list[str], truncate: bool = False) -> list[int]:
+        """:meth:`measure`, off the event loop."""
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(self.measuring, self.measure, texts, truncate)
+
+    def _embed(self, texts: list[str]) -> list[np.ndarray]:
         vectors = self.encoder(texts)
-        counts = self.tokens(texts)
-        self.metrics.count_texts(len(texts), sum(counts))
-        return list(zip(vectors, counts, strict=True))
+        self.metrics.count_texts(len(texts), 0)
+        return list(vectors)
 
     def _queries(self, collection: Collection):
         def run(texts: list[str]) -> list[np.ndarray]:
@@ -80,20 +108,35 @@ class Engine:
             functions["search"] = self._queries(self.index)
         for name, fn in functions.items():
             batcher = Batcher(
-                fn, self.executor, limits.max_batch, limits.max_wait, limits.max_queue, self.metrics.observe_batch
+                fn,
+                self.executor,
+                max_batch=limits.max_batch,
+                max_wait=limits.max_wait,
+                max_queue=limits.max_queue,
+                on_batch=self.metrics.observe_batch,
             )
             batcher.start()
             self.batchers[name] = batcher
         self.metrics.gauge("defsent_queue_depth", "Requests waiting to be batched.", self.queue_depth)
-        self.metrics.gauge("defsent_requests_in_flight", "Requests being answered.", lambda: self.in_flight)
+        self.metrics.gauge("defsent_requests_in_flight", "Requests being answered.", lambda: self.metrics.in_flight)
 
     def queue_depth(self) -> int:
         return sum(b.depth for b in self.batchers.values())
+
+    @property
+    def in_flight(self) -> int:
+        return self.metrics.in_flight
+
+    def cut(self) -> int:
+        """The drain's time is up: every request still waiting in a batcher is answered :class:`~.batcher.Stopping`
+        (the batch being encoded finishes). Returns how many were cut."""
+        return sum(batcher.cut() for batcher in self.batchers.values())
 
     async def stop(self) -> None:
         for batcher in self.batchers.values():
             await batcher.stop()
         self.executor.shutdown(wait=True)
+        self.measuring.shutdown(wait=True)
 
     async def search(self, which: str, queries: list[str], k: int, wait):
         """Each query's hits in the served ``which`` (lookup: the bank; search: the index); ``wait(future)`` awaits

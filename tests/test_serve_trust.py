@@ -1,0 +1,228 @@
+"""``defsent serve`` under careless and hostile clients (issue 76, items 1, 2 and 5's names): one request's bad
+text never fails another's, bodies are capped in bytes before they are read, texts longer than the model's window
+are refused unless the client asks for truncation, a client that leaves and a drain that runs out are clean
+outcomes, counted as what they were. The real server, started as a user starts it, on a free loopback port; every
+wait bounded; all traffic to 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client as httpclient
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import run_bounded
+from test_serve import DEFSENT, TORCH_FP32, defsent, http, serving, wait_for_depth, world  # noqa: F401
+
+WORDS = " ".join(f"word{i}" for i in range(200))  # far over the tiny model's 64-token window
+
+
+def raw_post(port: int, path: str, body: bytes, headers: dict | None = None, timeout: float = 60):
+    """(status, lower-cased headers, parsed JSON) of a POST whose body is sent as given (invalid JSON escapes
+    included), on a connection of its own."""
+    connection = httpclient.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("POST", path, body, {"Content-Type": "application/json", **(headers or {})})
+        response = connection.getresponse()
+        raw = response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, json.loads(raw)
+    finally:
+        connection.close()
+
+
+def metric(server, route: str, status: int) -> int:
+    text = http("GET", server.url + "/metrics")[2]
+    for line in text.splitlines():
+        if line.startswith(f'defsent_requests_total{{route="{route}",status="{status}"}}'):
+            return int(line.split()[-1])
+    return 0
+
+
+@pytest.fixture(scope="module")
+def batching(world, tmp_path_factory):  # noqa: F811
+    """A server that waits 1.5 s for requests to batch together, with a small byte cap."""
+    folder = tmp_path_factory.mktemp("trust")
+    args = ["-m", world["model"], "--bank", world["bank"], *TORCH_FP32]
+    args += ["--max-wait-ms", "1500", "--max-batch", "1000", "--max-body-bytes", "4000"]
+    with serving(folder, *args) as running:
+        yield running
+
+
+def test_a_bad_text_fails_its_own_request_only(batching):
+    """A lone surrogate (valid JSON, not encodable text) beside an innocent request in the same batch window: the
+    guilty request gets 400 on 'input', the innocent one its vectors."""
+    bad = b'{"input": ["a baby pig", "half a pair \\ud800 here"]}'
+    with ThreadPoolExecutor(2) as pool:
+        guilty = pool.submit(raw_post, batching.port, "/v1/embeddings", bad)
+        time.sleep(0.2)  # inside the 1.5 s window: they would share a batch
+        innocent = pool.submit(raw_post, batching.port, "/v1/embeddings", b'{"input": "a baby pig"}')
+        (code, _, answer), (ok, _, good) = guilty.result(60), innocent.result(60)
+    assert code == 400 and answer["error"]["param"] == "input" and "surrogate" in answer["error"]["message"]
+    assert answer["error"]["message"].startswith("'input'[1]")
+    assert ok == 200 and len(good["data"]) == 1 and len(good["data"][0]["embedding"]) == 32
+    assert "Traceback" not in batching.stderr()
+
+
+def test_body_over_the_byte_cap_is_413_before_it_is_read(batching):
+    big = json.dumps({"input": "x" * 5000}).encode()
+    code, head, answer = raw_post(batching.port, "/v1/embeddings", big)
+    assert code == 413 and answer["error"]["code"] == "request_too_large" and "--max-body-bytes" in str(answer)
+    assert head.get("connection") == "close"  # the unread rest of the body ends the connection
+    # no Content-Length (chunked): refused while it streams in
+    connection = httpclient.HTTPConnection("127.0.0.1", batching.port, timeout=60)
+    try:
+        connection.putrequest("POST", "/v1/embeddings")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders()
+        for chunk in (b'{"input": "', b"y" * 3000, b"z" * 3000, b'"}'):
+            connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        connection.send(b"0\r\n\r\n")
+        response = connection.getresponse()
+        assert response.status == 413 and json.loads(response.read())["error"]["code"] == "request_too_large"
+    finally:
+        connection.close()
+    small = json.dumps({"input": "x" * 3000}).encode()  # under the cap: answered
+    assert raw_post(batching.port, "/v1/embeddings", small)[0] == 200
+
+
+def test_a_text_over_the_window_is_refused_unless_truncation_is_asked(batching):
+    code, _, answer = raw_post(batching.port, "/v1/embeddings", json.dumps({"input": ["short", WORDS]}).encode())
+    assert code == 400 and answer["error"]["code"] == "context_length_exceeded"
+    assert answer["error"]["param"] == "input" and answer["error"]["message"].startswith("'input'[1]")
+    assert "64" in answer["error"]["message"] and "truncate" in answer["error"]["message"]
+    body = json.dumps({"input": ["short", WORDS], "truncate": True}).encode()
+    code, _, answer = raw_post(batching.port, "/v1/embeddings", body)
+    assert code == 200 and len(answer["data"]) == 2
+    short = raw_post(batching.port, "/v1/embeddings", b'{"input": "short"}')[2]["usage"]["prompt_tokens"]
+    assert answer["usage"]["prompt_tokens"] == 64 + short  # the long text counts the window it was cut to
+    code, _, answer = raw_post(batching.port, "/v1/embeddings", b'{"input": "short", "truncate": "yes"}')
+    assert code == 400 and answer["error"]["param"] == "truncate"
+    code, _, answer = raw_post(batching.port, "/v1/lookup", json.dumps({"query": WORDS}).encode())
+    assert code == 400 and answer["error"]["param"] == "query" and answer["error"]["code"] == "context_length_exceeded"
+    body = json.dumps({"query": WORDS, "truncate": True, "k": 1}).encode()
+    assert raw_post(batching.port, "/v1/lookup", body)[0] == 200
+
+
+def test_a_client_that_closes_mid_body_is_counted_499_and_logs_nothing(batching):
+    before = metric(batching, "/v1/embeddings", 499)
+    with socket.create_connection(("127.0.0.1", batching.port), timeout=10) as leaving:
+        leaving.sendall(
+            b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 500\r\n\r\n{"input": "a ba'
+        )
+        time.sleep(0.3)
+    for _ in range(50):  # bounded: 5 s
+        if metric(batching, "/v1/embeddings", 499) == before + 1:
+            break
+        time.sleep(0.1)
+    assert metric(batching, "/v1/embeddings", 499) == before + 1
+    assert metric(batching, "/v1/embeddings", 500) == 0
+    assert "Traceback" not in batching.stderr() and "failed" not in batching.stderr()
+
+
+def test_models_route_names_the_model_and_retrieves_it(world, batching):  # noqa: F811
+    from openai import NotFoundError, OpenAI
+
+    client = OpenAI(base_url=batching.url + "/v1", api_key="none", max_retries=0, timeout=30)
+    listed = client.models.list().data
+    assert [m.id for m in listed] == ["tiny-st"]  # the folder's name, as the user gave it
+    assert client.models.retrieve("tiny-st").id == "tiny-st"
+    with pytest.raises(NotFoundError):
+        client.models.retrieve("gpt-4")
+
+
+def test_hub_models_are_named_by_their_hub_id(tmp_path):
+    from defsent_cli.cli.serve import model_name
+
+    snapshot = tmp_path / "hub" / "models--acme--mini" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    assert model_name(snapshot) == "acme/mini"
+    plain = tmp_path / "my-model"
+    plain.mkdir()
+    assert model_name(plain) == "my-model"
+    assert model_name(tmp_path / "pkg" / "model") == "pkg"
+
+
+def test_empty_api_key_is_refused(world):  # noqa: F811
+    for args, env in ((["--api-key", ""], {}), ([], {"DEFSENT_API_KEY": "  "})):
+        command = [*DEFSENT, "serve", "-m", str(world["model"]), *TORCH_FP32, *args, "--port", "0"]
+        done = run_bounded(command, 120, capture_output=True, text=True, env={**os.environ, **env})
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines()[-1].startswith("error: --api-key") and "Traceback" not in done.stderr
+
+
+def _request_in_thread(port: int, body: bytes, out: list) -> threading.Thread:
+    def call():
+        try:
+            out.append(raw_post(port, "/v1/embeddings", body, timeout=60))
+        except OSError as exc:  # a lost request: the connection closed under it
+            out.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    return thread
+
+
+def test_drain_closes_keep_alive_and_a_cut_request_gets_503(world, tmp_path):  # noqa: F811
+    # the drain finishes the request in flight, answering it with Connection: close
+    args = ["-m", world["model"], *TORCH_FP32, "--max-wait-ms", "1500", "--max-batch", "1000"]
+    with serving(tmp_path, *args) as server:
+        answers: list = []
+        thread = _request_in_thread(server.port, b'{"input": "a baby pig"}', answers)
+        wait_for_depth(server, 1, "the request never queued")
+        server.process.send_signal(signal.SIGTERM)
+        thread.join(60)
+        code, head, answer = answers[0]
+        assert code == 200 and head.get("connection") == "close" and len(answer["data"]) == 1
+        assert server.process.wait(60) in (0, 130)
+        assert "Traceback" not in server.stderr()
+    # a drain shorter than the batch's wait: the waiting request is answered 503 shutting_down, not lost
+    args = ["-m", world["model"], *TORCH_FP32, "--max-wait-ms", "20000", "--max-batch", "1000", "--drain-seconds", "1"]
+    with serving(tmp_path, *args) as server:
+        answers = []
+        thread = _request_in_thread(server.port, b'{"input": "a baby pig"}', answers)
+        wait_for_depth(server, 1, "the request never queued")
+        server.process.send_signal(signal.SIGTERM)
+        thread.join(60)
+        code, head, answer = answers[0]
+        assert code == 503 and answer["error"]["code"] == "shutting_down" and head.get("connection") == "close"
+        assert server.process.wait(60) in (0, 130)
+        assert "Traceback" not in server.stderr() and "answered 503" in server.stderr()
+
+
+# ---------------------------------------------------------------- the batcher alone
+
+
+def test_a_failed_batch_is_run_again_request_by_request():
+    """Three requests in one batch, one of whose texts the function cannot take: the batch fails, each request is
+    run alone, and only the guilty one gets the error."""
+    from defsent_cli.serve.batcher import Batcher
+
+    calls: list[list[str]] = []
+
+    def fn(texts: list[str]) -> list[str]:
+        calls.append(list(texts))
+        if "boom" in texts:
+            raise ValueError("cannot encode 'boom'")
+        return [t.upper() for t in texts]
+
+    async def main():
+        with ThreadPoolExecutor(1) as pool:
+            batcher = Batcher(fn, pool, max_batch=100, max_wait=0.2, max_queue=10)
+            batcher.start()
+            futures = [batcher.submit(t) for t in (["a", "b"], ["boom"], ["c"])]
+            results = await asyncio.gather(*futures, return_exceptions=True)
+            await batcher.stop()
+            return results
+
+    first, second, third = asyncio.run(main())
+    assert first == ["A", "B"] and third == ["C"]
+    assert isinstance(second, ValueError) and "boom" in str(second)
+    assert calls == [["a", "b", "boom", "c"], ["a", "b"], ["boom"], ["c"]]
