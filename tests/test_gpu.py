@@ -96,7 +96,7 @@ def test_onnx_runtime_with_device_auto_runs_on_the_cpu_even_where_cuda_is_availa
 def test_precision_and_runtime_combinations_are_checked_before_anything_loads(cli, tiny_bert, sents, tmp_path):
     out = tmp_path / "x.npy"
     for extra, says in (
-        (["--precision", "int8"], "--runtime onnx"),
+        (["--runtime", "torch", "--precision", "int8"], "--runtime onnx"),
         (["--runtime", "onnx", "--precision", "fp16"], "--runtime torch"),
         (["--runtime", "onnx", "--precision", "bf16"], "--runtime torch"),
         (["--precision", "fp8"], "fp8"),

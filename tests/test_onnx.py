@@ -146,7 +146,7 @@ def test_each_command_shows_its_notes_whatever_the_logger_level_was_left_at(cli,
 
 
 def test_runtime_choices_are_checked_first(cli, bert, sents, tmp_path):
-    bad = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "x.npy", "--precision", "int8")
+    bad = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "x.npy", "--runtime", "torch", "--precision", "int8")
     assert bad.exit_code == 2 and "--runtime onnx" in bad.stderr
     gpu = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "x.npy", "--runtime", "onnx", "--device", "cuda")
     assert gpu.exit_code == 2 and "CPU" in gpu.stderr
@@ -231,3 +231,28 @@ def test_lookup_and_eval_dict_on_the_graph(cli, bert, tiny_dict, tmp_path):
     a, b = json.loads(torch_hits.stdout)["results"], json.loads(onnx_hits.stdout)["results"]
     assert [h["entry"] for h in a] == [h["entry"] for h in b]
     np.testing.assert_allclose([h["score"] for h in a], [h["score"] for h in b], atol=1e-3)
+
+
+def test_precision_auto_means_the_same_for_every_command(cli, bert, sents, tmp_path):
+    """``--precision auto`` is serve's meaning everywhere (encoder/precision.choose_runtime): on this CPU, with ONNX
+    Runtime installed, int8 on ONNX Runtime; ``--runtime torch --precision auto`` fp32 on torch; ``--precision
+    int8`` alone picks its runtime; the default stays torch fp32."""
+    from defsent_cli.encoder.precision import choose_runtime
+
+    assert choose_runtime("auto", "auto", "cpu") == ("onnx", "int8")
+    assert choose_runtime("torch", "auto", "cpu") == ("torch", "fp32")
+    assert choose_runtime("auto", "int8", "cpu") == ("onnx", "int8")
+    assert choose_runtime("auto", "fp32", "cpu") == ("torch", "fp32")
+    assert choose_runtime("auto", "bf16", "cpu") == ("torch", "bf16")
+    assert choose_runtime("auto", "auto", "cuda") == ("torch", "fp16")
+    auto = cli("encode", "-m", bert, "-i", sents, "-o", tmp_path / "auto.npy", "--precision", "auto")
+    assert auto.exit_code == 0, auto.output
+    assert "int8" in auto.stderr
+    int8 = _encode(cli, bert, sents, tmp_path / "i.npy", "--runtime", "onnx", "--precision", "int8")
+    np.testing.assert_array_equal(np.load(tmp_path / "auto.npy"), int8)
+    torch_auto = _encode(cli, bert, sents, tmp_path / "t.npy", "--runtime", "torch", "--precision", "auto")
+    default = _encode(cli, bert, sents, tmp_path / "d.npy")
+    np.testing.assert_array_equal(torch_auto, default)
+    for command in (["index", sents, "-o", tmp_path / "x.h5"],):
+        done = cli(*command, "-m", bert, "--precision", "auto")
+        assert done.exit_code == 0 and "onnx int8" in done.stderr, done.output
