@@ -11,13 +11,26 @@ from typing import Annotated
 import typer
 
 from ..console import say
+from ..constraints import option_name as opt_name
 from ..errors import DefsentError
-from ..serve.limits import DEFAULTS
+from ..serve.limits import CONSTRAINTS, HELP, Limits
 from . import options as opt
 from .boundary import guard
-from .groups import Values, change, takes_groups
+from .groups import Group, Values, change, option, takes_groups
 from .models import MODEL, PrecisionName, encode_spec, load
 from .search import ANN_SEARCH, Dictionary, Similarity, SimilarityName
+
+#: serve's limits, batching and drain: serve/limits.py's Limits, one option a field, its default and rule
+LIMITS = Group(
+    "limits",
+    {
+        name: option(
+            opt_name(name), type=type(getattr(Limits(), name)), help=HELP[name], default=getattr(Limits(), name)
+        )
+        for name in HELP
+    },
+    CONSTRAINTS,
+)
 
 
 def model_name(folder: Path) -> str:
@@ -91,43 +104,7 @@ def serve_command(
             "--cors-origin", help="Allow browser pages of this origin to call the API (repeat; default none)."
         ),
     ] = None,
-    max_batch: Annotated[
-        int, typer.Option("--max-batch", min=1, help="Texts encoded together at most (dynamic batching).")
-    ] = DEFAULTS.max_batch,
-    max_wait_ms: Annotated[
-        float,
-        typer.Option(
-            "--max-wait-ms", callback=opt.NON_NEGATIVE, help="How long a batch waits for more requests to join it."
-        ),
-    ] = DEFAULTS.max_wait * 1000.0,
-    max_queue: Annotated[
-        int, typer.Option("--max-queue", min=1, help="Requests waiting at most; more are answered 503 (Retry-After).")
-    ] = DEFAULTS.max_queue,
-    max_body_bytes: Annotated[
-        int,
-        typer.Option(
-            "--max-body-bytes",
-            min=1,
-            help="Bytes per request body at most: a larger one is refused (413) before it is read.",
-        ),
-    ] = DEFAULTS.max_body_bytes,
-    max_inputs: Annotated[
-        int, typer.Option("--max-inputs", min=1, help="Texts per request at most (more: 413).")
-    ] = DEFAULTS.max_inputs,
-    max_chars: Annotated[
-        int, typer.Option("--max-chars", min=1, help="Characters per text at most (more: 400).")
-    ] = DEFAULTS.max_chars,
-    max_k: Annotated[
-        int, typer.Option("--max-k", min=1, help="Hits per query at most (search, lookup).")
-    ] = DEFAULTS.max_k,
-    drain_seconds: Annotated[
-        float,
-        typer.Option(
-            "--drain-seconds",
-            callback=opt.POSITIVE,
-            help="On SIGTERM or Ctrl-C: how long requests in flight may finish.",
-        ),
-    ] = 30.0,
+    limits: Values = LIMITS(),
     similarity: Similarity = SimilarityName("cosine"),
     how: Values = ANN_SEARCH(),
     pooling: opt.Pooling = None,
@@ -154,7 +131,6 @@ def serve_command(
     from ..formats.index import open_index
     from ..serve.app import Security, create_app
     from ..serve.engine import Engine
-    from ..serve.limits import Limits
     from ..serve.search import bank_collection, index_collection
     from ..serve.server import DrainingServer
 
@@ -177,16 +153,7 @@ def serve_command(
             )
         if index is not None:
             index_search = index_collection(index_file, loaded, model.batch_size, None, how.exact, how.ef_search)
-        limits = Limits(
-            max_body_bytes=max_body_bytes,
-            max_inputs=max_inputs,
-            max_chars=max_chars,
-            max_k=max_k,
-            max_batch=max_batch,
-            max_wait=max_wait_ms / 1000.0,
-            max_queue=max_queue,
-        )
-        engine = Engine(encoder, model_name(Path(model.model)), limits, bank_search, index_search)
+        engine = Engine(encoder, model_name(Path(model.model)), Limits(**dict(limits)), bank_search, index_search)
         app = create_app(engine, Security(api_key, list(cors_origin or [])))
         config = uvicorn.Config(
             app,
@@ -204,7 +171,7 @@ def serve_command(
             f"serving {loaded.path} ({describe(loaded)}, {loaded.dim} dims; {served}) on http://{host}:{bound[1]}/ "
             f"({'API key required' if api_key else 'no API key'}); Ctrl-C or SIGTERM stops it"
         )
-        DrainingServer(config, engine, drain_seconds).run(sockets=[sock])
+        DrainingServer(config, engine).run(sockets=[sock])
     finally:
         sock.close()
 

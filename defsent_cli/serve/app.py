@@ -35,6 +35,7 @@ from starlette.requests import ClientDisconnect
 
 from .batcher import QueueFull, Stopping
 from .engine import Engine, TooLong
+from .http_errors import CLIENT_LEFT, ENGINE_ERRORS, ApiError, engine_error, error_body
 from .page import page_html
 
 logger = logging.getLogger("defsent")
@@ -46,59 +47,9 @@ class Security:
     cors_origins: list[str] = field(default_factory=list)
 
 
-class ApiError(Exception):
-    def __init__(
-        self, status: int, message: str, kind: str = "invalid_request_error", param=None, code=None, headers=None
-    ):
-        super().__init__(message)
-        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
-        self.headers = headers
-
-
-def error_body(message: str, kind: str = "invalid_request_error", param=None, code=None) -> dict:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
 def error_response(exc: ApiError, headers: dict | None = None) -> JSONResponse:
     headers = headers or exc.headers
     return JSONResponse(error_body(exc.message, exc.kind, exc.param, exc.code), exc.status, headers=headers)
-
-
-CLIENT_LEFT = 499  # nginx's "client closed request": counted in the metrics, never sent (nobody is there)
-
-
-def _too_long(exc: TooLong, param: str) -> ApiError:
-    param = param or "input"
-    return ApiError(400, f"'{param}'{exc}", param=param, code="context_length_exceeded")
-
-
-#: The engine's errors as HTTP answers, in one place: exception class -> (the request's field) -> ApiError.
-ENGINE_ERRORS = {
-    QueueFull: lambda exc, param: ApiError(
-        503,
-        "the server is busy (its queue is full); retry shortly",
-        "server_error",
-        code="overloaded",
-        headers={"Retry-After": "1"},
-    ),
-    Stopping: lambda exc, param: ApiError(
-        503,
-        "the server is stopping and could not answer in time; retry (on another instance)",
-        "server_error",
-        code="shutting_down",
-        headers={"Retry-After": "1", "Connection": "close"},
-    ),
-    TooLong: _too_long,
-    ClientDisconnect: lambda exc, param: ApiError(CLIENT_LEFT, "the client closed the request", code="client_closed"),
-}
-
-
-def engine_error(exc: Exception, param: str | None = None) -> ApiError:
-    """The HTTP answer to one of the engine's errors (:data:`ENGINE_ERRORS`)."""
-    for kind, answer in ENGINE_ERRORS.items():
-        if isinstance(exc, kind):
-            return answer(exc, param)
-    raise exc
 
 
 class Gate:
@@ -255,62 +206,37 @@ def texts_of(body: dict, name: str, engine: Engine) -> list[str]:
     return items
 
 
-def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
-    security = security or Security()
+class Routes:
+    """The routes of one server, over its engine (``create_app`` registers each)."""
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        engine.start()
-        try:
-            yield
-        finally:
-            await engine.stop()
+    def __init__(self, engine: Engine, security: Security):
+        self.engine, self.security = engine, security
 
-    app = FastAPI(title="defsent", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
-
-    @app.exception_handler(ApiError)
-    async def _api_error(request, exc: ApiError):
-        return error_response(exc)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request, exc: StarletteHTTPException):
-        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-        message = f"no route {request.method} {request.url.path}" if exc.status_code in (404, 405) else str(exc.detail)
-        return JSONResponse(error_body(message, kind), exc.status_code)
-
-    async def _engine_error(request, exc: Exception):
-        return error_response(engine_error(exc))
-
-    for kind in ENGINE_ERRORS:
-        app.add_exception_handler(kind, _engine_error)
-
-    @app.exception_handler(Exception)
-    async def _failure(request, exc: Exception):
-        logger.warning(f"{request.method} {request.url.path} failed: {type(exc).__name__}: {exc}")
-        return JSONResponse(error_body("the server failed on this request; see its log", "server_error"), 500)
-
-    async def batched(name: str, request: Request, texts: list[str]):
+    async def batched(self, name: str, request: Request, texts: list[str]):
         """The batcher's results for ``texts``; the engine's refusals as their HTTP answers (the full queue
         counted)."""
         try:
-            future = engine.batchers[name].submit(texts)
+            future = self.engine.batchers[name].submit(texts)
         except QueueFull as exc:
-            engine.metrics.rejected += 1
+            self.engine.metrics.rejected += 1
             raise engine_error(exc) from None
+        return await self.wait(request, future)
+
+    async def wait(self, request: Request, future):
         try:
             return await answer_or_leave(request, future)
         except Stopping as exc:
             raise engine_error(exc) from None
 
-    async def measured(texts: list[str], body: dict, param: str) -> list[int]:
+    async def measured(self, texts: list[str], body: dict, param: str) -> list[int]:
         """Each text's tokens, every text checked against the model's window (unless ``truncate``)."""
         try:
-            return await engine.measured(texts, flag(body, "truncate"))
+            return await self.engine.measured(texts, flag(body, "truncate"))
         except TooLong as exc:
             raise engine_error(exc, param) from None
 
-    @app.post("/v1/embeddings")
-    async def embeddings(request: Request):
+    async def embeddings(self, request: Request):
+        engine = self.engine
         body = await read_json(request, engine.limits.max_body_bytes)
         texts = texts_of(body, "input", engine)
         fmt = body.get("encoding_format") or "float"
@@ -326,8 +252,8 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             raise ApiError(400, "'model' must be a string", param="model")
-        counts = await measured(texts, body, "input")
-        vectors = await batched("embeddings", request, texts)
+        counts = await self.measured(texts, body, "input")
+        vectors = await self.batched("embeddings", request, texts)
         data = []
         for number, vector in enumerate(vectors):
             row = np.asarray(vector, dtype="<f4")
@@ -338,30 +264,26 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return {"object": "list", "data": data, "model": engine.model_name, "usage": usage}
 
-    async def search_route(which: str, request: Request):
+    async def lookup(self, request: Request):
+        return await self.search_in("lookup", request)
+
+    async def search(self, request: Request):
+        return await self.search_in("search", request)
+
+    async def search_in(self, which: str, request: Request):
+        engine = self.engine
         collection = engine.bank if which == "lookup" else engine.index
         if collection is None:
-            what = (
-                "no bank is served (start the server with --bank BANK.h5)"
-                if which == "lookup"
-                else ("no index is served (start the server with --index INDEX.h5)")
-            )
-            raise ApiError(404, what, "not_found_error")
+            served = "no bank is served (start the server with --bank BANK.h5)"
+            raise ApiError(404, served if which == "lookup" else served.replace("bank", "index"), "not_found_error")
         body = await read_json(request, engine.limits.max_body_bytes)
         queries = texts_of(body, "query", engine)
         k = body.get("k", 10)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= engine.limits.max_k:
             raise ApiError(400, f"'k' must be a whole number from 1 to {engine.limits.max_k}", param="k")
-        await measured(queries, body, "query")
-
-        async def wait(future):
-            try:
-                return await answer_or_leave(request, future)
-            except Stopping as exc:
-                raise engine_error(exc) from None
-
+        await self.measured(queries, body, "query")
         try:
-            found = await engine.search(which, queries, k, wait)
+            found = await engine.search(which, queries, k, lambda future: self.wait(request, future))
         except QueueFull as exc:
             engine.metrics.rejected += 1
             raise engine_error(exc) from None
@@ -369,57 +291,107 @@ def create_app(engine: Engine, security: Security | None = None) -> FastAPI:
         head = {"object": "list", "kind": collection.kind, "similarity": collection.score_kind}
         return {**head, "search": collection.search_kind, "data": rows}
 
-    @app.post("/v1/lookup")
-    async def lookup(request: Request):
-        return await search_route("lookup", request)
-
-    @app.post("/v1/search")
-    async def search(request: Request):
-        return await search_route("search", request)
-
-    def model_card() -> dict:
+    def model_card(self) -> dict:
+        engine = self.engine
         return {"id": engine.model_name, "object": "model", "created": engine.created, "owned_by": "defsent"}
 
-    @app.get("/v1/models")
-    async def models():
-        return {"object": "list", "data": [model_card()]}
+    async def models(self):
+        return {"object": "list", "data": [self.model_card()]}
 
-    @app.get("/v1/models/{model_id:path}")
-    async def model(model_id: str):
-        if model_id != engine.model_name:
+    async def model(self, model_id: str):
+        if model_id != self.engine.model_name:
             raise ApiError(
                 404,
-                f"The model '{model_id}' does not exist: this server serves '{engine.model_name}'",
+                f"The model '{model_id}' does not exist: this server serves '{self.engine.model_name}'",
                 param="model",
                 code="model_not_found",
             )
-        return model_card()
+        return self.model_card()
 
-    @app.get("/health")
-    async def health():
+    async def health(self):
+        engine = self.engine
         return {
             "status": "ok",
             "model": engine.model_name,
             "dim": engine.dim,
             "bank": engine.bank is not None,
             "index": engine.index is not None,
-            "auth": bool(security.api_key),
+            "auth": bool(self.security.api_key),
             "queue_depth": engine.queue_depth(),
         }
 
-    @app.get("/metrics")
-    async def metrics():
-        return PlainTextResponse(engine.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    async def metrics(self):
+        text = self.engine.metrics.render()
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.get("/")
-    async def page():
-        html = page_html(engine.bank is not None, engine.index is not None, bool(security.api_key), engine.model_name)
+    async def page(self):
+        engine = self.engine
+        html = page_html(
+            engine.bank is not None, engine.index is not None, bool(self.security.api_key), engine.model_name
+        )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
-    @app.get("/favicon.ico")
-    async def favicon():
+    async def favicon(self):
         return Response(status_code=204)
 
+    #: (method, path, route) of every route
+    TABLE = (
+        ("POST", "/v1/embeddings", "embeddings"),
+        ("POST", "/v1/lookup", "lookup"),
+        ("POST", "/v1/search", "search"),
+        ("GET", "/v1/models", "models"),
+        ("GET", "/v1/models/{model_id:path}", "model"),
+        ("GET", "/health", "health"),
+        ("GET", "/metrics", "metrics"),
+        ("GET", "/", "page"),
+        ("GET", "/favicon.ico", "favicon"),
+    )
+
+
+def handle_errors(app: FastAPI) -> None:
+    """Every error as OpenAI's error object: ours (:class:`ApiError`), the engine's (:data:`ENGINE_ERRORS`),
+    Starlette's (an unknown path or method) and any other (500, logged in one line)."""
+
+    async def api_error(request, exc: ApiError):
+        return error_response(exc)
+
+    async def http_error(request, exc: StarletteHTTPException):
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        message = f"no route {request.method} {request.url.path}" if exc.status_code in (404, 405) else str(exc.detail)
+        return JSONResponse(error_body(message, kind), exc.status_code)
+
+    async def from_engine(request, exc: Exception):
+        return error_response(engine_error(exc))
+
+    async def failure(request, exc: Exception):
+        logger.warning(f"{request.method} {request.url.path} failed: {type(exc).__name__}: {exc}")
+        return JSONResponse(error_body("the server failed on this request; see its log", "server_error"), 500)
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    for kind in ENGINE_ERRORS:
+        app.add_exception_handler(kind, from_engine)
+    app.add_exception_handler(Exception, failure)
+
+
+def create_app(engine: Engine, security: Security | None = None):
+    """The ASGI app of ``defsent serve``: the routes, the error handlers, the gate (key, metrics, drain) and CORS
+    where asked."""
+    security = security or Security()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        engine.start()
+        try:
+            yield
+        finally:
+            await engine.stop()
+
+    app = FastAPI(title="defsent", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    handle_errors(app)
+    routes = Routes(engine, security)
+    for method, path, name in Routes.TABLE:
+        app.add_api_route(path, getattr(routes, name), methods=[method])
     wrapped = Gate(app, engine, security.api_key)
     if security.cors_origins:
         from starlette.middleware.cors import CORSMiddleware

@@ -2,7 +2,7 @@
 
 On SIGTERM (or Ctrl-C) uvicorn alone stops listening, closes every idle keep-alive connection at once and waits
 for the requests in flight. A keep-alive client that writes its next request just then finds its connection
-closed and gets no answer. :class:`DrainingServer` drains first, for up to ``drain_seconds``:
+closed and gets no answer. :class:`DrainingServer` drains first, for up to ``drain_seconds`` (``Limits``):
 
 1. it stops accepting new connections, and from then on every response says ``Connection: close``
    (``Engine.draining``, read by the app's middleware), so each open connection ends after its next answer
@@ -33,10 +33,10 @@ LAST_BATCH = 10.0
 
 
 class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, engine: Engine, drain_seconds: float, linger: float = LINGER):
+    def __init__(self, config: uvicorn.Config, engine: Engine, linger: float = LINGER):
         config.timeout_graceful_shutdown = LAST_BATCH
         super().__init__(config)
-        self.engine, self.drain_seconds, self.linger = engine, drain_seconds, linger
+        self.engine, self.drain_seconds, self.linger = engine, engine.limits.drain_seconds, linger
         self.drain_asked = False
         self.drain_started: float | None = None
         self.idle_since: float | None = None
