@@ -201,8 +201,8 @@ def bench_train(args, work: Path) -> list[dict]:
     from defsent_cli.encoder.models import load_model
     from defsent_cli.encoder.onnx_runtime import use_runtime
     from defsent_cli.formats.bank import write_bank
-    from defsent_cli.training.config import TrainConfig
     from defsent_cli.training.definitions import pst_step
+    from defsent_cli.training.specs import DEFINITIONS  # DefSent+'s loop defaults
 
     bank_path = work / "bank.h5"
     started = time.perf_counter()
@@ -216,7 +216,7 @@ def bench_train(args, work: Path) -> list[dict]:
     for batch in (32, 256):
         n = batch * (args.train_steps + 5)
         for precision in ("fp32", "bf16"):
-            config = TrainConfig(
+            config = DEFINITIONS.config(
                 pooling="mean", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
                 log_every=50, device=DEVICE, precision=precision,
             )  # fmt: skip

@@ -5,11 +5,18 @@
     python bench/serve.py --infinity .venv-infinity/bin/infinity_emb --infinity-engines torch,optimum
     python bench/serve.py --sigterm 20          # SIGTERM under load at concurrency 64: every request counted
     python bench/serve.py --memory 100000       # the server's memory over 100k requests
+    python bench/serve.py --int8-per-batch --rounds 2   # today's int8 against the per-batch int8 of before issue 80
 
 It starts the server itself (a free port on 127.0.0.1), waits for /health, runs each cell, prints a Markdown table
 on stdout and stops the server. With ``--infinity BIN`` the same cells then run against infinity-emb (``BIN v2
 --model-id FOLDER --engine E --device cpu``, its own virtual environment: it pins other torch and transformers
 releases) serving the same model folder, one engine after another, in the same run. Nothing leaves the machine.
+
+With ``--int8-per-batch`` (the bundled model, default runtime: int8 on a CPU) the server runs twice per round,
+alternating: first on the int8 graph defsent made before issue 80 (ONNX Runtime's ``quantize_dynamic``, one
+activation scale per batch: a text's vector moved with the other requests batched with it), put where the server
+looks for its graph in a fresh cache of its own (``DEFSENT_CACHE``), then on today's graph (each token its own
+scale), exported into another fresh cache; ``--rounds`` times.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -235,30 +244,20 @@ def main() -> None:
     )
     parser.add_argument("--sigterm", type=float, help="SIGTERM under load after half these seconds, then stop")
     parser.add_argument("--memory", type=int, help="this many requests, the server's RSS every tenth of the way")
+    parser.add_argument(
+        "--int8-per-batch", action="store_true", help="also the int8 graph of before issue 80, alternating with today's"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with --int8-per-batch: how many times each")
     args = parser.parse_args()
-    port = free_port()
-    command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--runtime", args.runtime]
-    command += ["--precision", args.precision, "-q"] + (["-m", args.model] if args.model else [])
-    log = Path("/tmp") / f"bench-serve-{port}.log"
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
-    try:
-        health = wait_healthy(server, port, str(log))
-        if args.sigterm:
-            run_cell(port, 4, 1, 2.0, 200)  # warm-up
-            sigterm(server, port, args.sigterm)
-            return
-        if args.memory:
-            run_cell(port, 4, 1, 2.0, 200)
-            memory(port, server.pid, args.memory)
-            return
-        table(
-            port,
-            args,
-            "/v1/embeddings",
-            f"defsent serve: model {health['model']}, runtime {args.runtime}/{args.precision}",
-        )
-    finally:
-        stop(server)
+    if not args.int8_per_batch:
+        serve_defsent(args, "", {})
+    else:
+        if args.model:
+            sys.exit("--int8-per-batch serves the bundled model (its graphs live in the user's cache): leave out -m")
+        caches = int8_caches()
+        for _ in range(args.rounds):
+            for label, cache in caches.items():
+                serve_defsent(args, f", int8 {label}", {"DEFSENT_CACHE": str(cache)})
     if not args.infinity:
         return
     folder = args.infinity_model or args.model or minilm_folder()
@@ -273,6 +272,56 @@ def main() -> None:
             table(port, args, "/embeddings", f"infinity-emb, engine {engine}, {folder}")
         finally:
             stop(server)
+
+
+def serve_defsent(args, label: str, env: dict) -> None:
+    """Start ``defsent serve`` (``env`` added to the environment), run the cells (or --sigterm, --memory), stop it."""
+    port = free_port()
+    command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--runtime", args.runtime]
+    command += ["--precision", args.precision, "-q"] + (["-m", args.model] if args.model else [])
+    log = Path("/tmp") / f"bench-serve-{port}.log"
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env={**os.environ, **env})
+    try:
+        health = wait_healthy(server, port, str(log))
+        if args.sigterm:
+            run_cell(port, 4, 1, 2.0, 200)  # warm-up
+            sigterm(server, port, args.sigterm)
+            return
+        if args.memory:
+            run_cell(port, 4, 1, 2.0, 200)
+            memory(port, server.pid, args.memory)
+            return
+        title = f"defsent serve: model {health['model']}, runtime {args.runtime}/{args.precision}{label}"
+        table(port, args, "/v1/embeddings", title)
+    finally:
+        stop(server)
+
+
+def int8_caches() -> dict[str, Path]:
+    """Two fresh graph caches for the bundled model (under bench/out/serve-int8/): ``per batch`` holds the int8
+    graph of before issue 80 (``bench.common.int8_per_batch`` of the fp32 graph) under the name the server looks
+    for, ``per token`` is empty (the server exports today's graph into it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.common import REPO, int8_per_batch, minilm_path
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.onnx_runtime import cache_candidates, graph_for, weights_key
+
+    root = REPO / "bench" / "out" / "serve-int8"
+    shutil.rmtree(root, ignore_errors=True)
+    caches = {"per batch": root / "per-batch", "per token": root / "per-token"}
+    before = os.environ.get("DEFSENT_CACHE")
+    os.environ["DEFSENT_CACHE"] = str(caches["per batch"])
+    try:
+        loaded = load_model(minilm_path(), "cpu")
+        folder = cache_candidates(loaded)[0]  # the user's cache: the bundled model's folder is pip's
+        fp32, _ = graph_for(loaded, "fp32")
+        int8_per_batch(fp32, folder / f"defsent-int8-{weights_key(loaded, 'int8')}.onnx")
+    finally:
+        if before is None:
+            del os.environ["DEFSENT_CACHE"]
+        else:
+            os.environ["DEFSENT_CACHE"] = before
+    return caches
 
 
 def minilm_folder() -> str:

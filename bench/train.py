@@ -88,11 +88,11 @@ def main() -> None:
 
     import torch
 
-    from defsent_cli.training.config import TrainConfig
     from defsent_cli.training.definitions import pst_step
+    from defsent_cli.training.specs import DEFINITIONS  # DefSent+'s loop defaults
 
     def make(precision: str):
-        config = TrainConfig(
+        config = DEFINITIONS.config(
             pooling="cls", lr=2e-5, limit=args.definitions, seed=args.seed, save_every=0, precision=precision
         )
         config.device = "cpu"
@@ -109,7 +109,7 @@ def main() -> None:
 
     # Warm-up, untimed: the first steps of a process pay for thread-pool start-up, the allocator and
     # the bank's first pass from memory; without it the loop that runs first is penalised.
-    warm_config = TrainConfig(pooling="cls", lr=2e-5, limit=64, seed=args.seed, save_every=0)
+    warm_config = DEFINITIONS.config(pooling="cls", lr=2e-5, limit=64, seed=args.seed, save_every=0)
     warm_config.device = "cpu"
     warm = pst_step(args.dictionary, args.bank, Path(minilm_path()), warm_config, pooler="keep")
     with tempfile.TemporaryDirectory() as work:

@@ -6,7 +6,6 @@ Library code may show a progress bar here (on stderr, off with ``--no-progress``
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -22,6 +21,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+
+from .environment import seconds as seconds_from_env
+from .environment import switch
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -53,7 +55,7 @@ def progress_enabled(show: bool | None = None) -> bool:
         return False
     if show is not None:
         return show
-    return not os.environ.get("DEFSENT_NO_PROGRESS")
+    return not switch("DEFSENT_NO_PROGRESS")
 
 
 #: Without a terminal (a log file, a pipe, a batch job), progress is a plain line this often, in seconds
@@ -74,8 +76,7 @@ class PlainProgress:
 
     def __init__(self, unit: str, seconds: float | None = None):
         self.unit = unit
-        every = os.environ.get("DEFSENT_PROGRESS_SECONDS")
-        self.seconds = float(every) if seconds is None and every else (PLAIN_SECONDS if seconds is None else seconds)
+        self.seconds = seconds_from_env("DEFSENT_PROGRESS_SECONDS", PLAIN_SECONDS) if seconds is None else seconds
         self.tasks: dict[int, dict] = {}
         self._lock = threading.RLock()
 

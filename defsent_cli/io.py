@@ -15,6 +15,7 @@ import errno
 import io
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -325,23 +326,38 @@ def is_stdout(path: str | Path | None) -> bool:
     return path is not None and str(path) == "-"
 
 
+def json_text(obj: object, indent: int | None = None) -> str:
+    """``obj`` as JSON text (UTF-8 kept), strictly: a NaN or infinite number, which JSON cannot carry (``json``
+    would write ``NaN``, which no strict parser reads), is a one-line error instead, before anything is written."""
+    try:
+        return json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        if "JSON compliant" not in str(exc):
+            raise
+        raise DefsentError(
+            "the output holds a NaN or infinite number, which JSON cannot carry; nothing was written (the input or "
+            "the model gives non-finite values)"
+        ) from None
+
+
 def write_json(path: str | Path, obj: object) -> None:
-    """Atomically write one JSON object (indented, UTF-8); ``-`` writes it to stdout."""
+    """Atomically write one JSON object (indented, UTF-8; strict: :func:`json_text`); ``-`` writes it to stdout."""
+    text = json_text(obj, indent=2) + "\n"
     if is_stdout(path):
-        write_stdout(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+        write_stdout(text)
         return
     with atomic_text(path) as fh:
-        json.dump(obj, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
+        fh.write(text)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
-    """Atomically write JSONL; returns the number of lines. ``-`` writes them to stdout, a block at a time."""
+    """Atomically write JSONL (strict: :func:`json_text`); returns the number of lines. ``-`` writes them to stdout,
+    a block at a time."""
     n = 0
     if is_stdout(path):
         block: list[str] = []
         for row in rows:
-            block.append(json.dumps(row, ensure_ascii=False) + "\n")
+            block.append(json_text(row) + "\n")
             n += 1
             if len(block) >= 4096:
                 write_stdout("".join(block))
@@ -350,7 +366,7 @@ def write_jsonl(path: str | Path, rows: Iterable[dict]) -> int:
         return n
     with atomic_text(path) as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(json_text(row) + "\n")
             n += 1
     return n
 
@@ -462,13 +478,24 @@ def _open_binary(path: str | Path):
         raise DefsentError("is a directory, expected a file", path=path) from None
 
 
+class _NotJson(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python's json reads them, JSON has no such values."""
+
+
+def _not_json(constant: str):
+    raise _NotJson(constant)
+
+
 def iter_jsonl(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)`` for each non-blank JSONL line."""
+    """Yield ``(line_number, object)`` for each non-blank JSONL line (strict JSON: ``NaN`` and ``Infinity`` are
+    refused, as any JSON parser but Python's would)."""
     for number, line in iter_lines(path, encoding, hint):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_not_json)
+        except _NotJson as exc:
+            raise DefsentError(f"invalid JSON ({exc} is not a JSON number)", path=path, line=number) from None
         except json.JSONDecodeError as exc:
             raise DefsentError(f"invalid JSON ({exc.msg})", path=path, line=number) from None
         if not isinstance(obj, dict):
@@ -511,13 +538,17 @@ def read_records(
     skip_blank: bool = False,
     check_first: Callable[[str | Path, str, int], None] | None = None,
     encoding: str = "utf-8",
+    where: list[tuple[str, int]] | None = None,
 ) -> tuple[list, list[str]]:
-    """:func:`read_texts` with an id for each text: the JSONL objects' ``id_field`` (a string or a number; it
-    needs ``field``), else the line number (``FILE:LINE`` when there are several files)."""
+    """:func:`read_texts` with an id for each text: the JSONL objects' ``id_field`` (a string or a finite number;
+    it needs ``field``), else the line number (``FILE:LINE`` when there are several files). Ids are unique: a
+    repeated ``id_field`` value is an error naming its line and the line that had it first (a file given twice:
+    ``formats.plain.refuse_twice``). ``where``, when given, gets each text's file and line."""
     if id_field is not None and field is None:
         raise DefsentError("--id-field reads JSONL objects: pass --field NAME too (the text to read)")
     ids: list = []
     texts: list[str] = []
+    first_line: dict[tuple[bool, object], tuple[str, int]] = {}
     for path in paths:
         if field is None:
             rows = ((n, text, None) for n, text in iter_lines(path, encoding))
@@ -535,8 +566,21 @@ def read_records(
             if first and check_first is not None:
                 check_first(path, text, number)
             first = False
+            if id_field:
+                key = (isinstance(given, str), given)
+                if key in first_line:
+                    seen = first_line[key]
+                    raise DefsentError(
+                        f"id {json.dumps(given, ensure_ascii=False)} (--id-field {id_field}) is repeated: it was the id "
+                        f"of {seen[0]}:{seen[1]} too; ids must be unique",
+                        path=_name(path),
+                        line=number,
+                    )
+                first_line[key] = (_name(path), number)
             texts.append(text)
             ids.append(given if id_field else number if len(paths) == 1 else f"{_name(path)}:{number}")
+            if where is not None:
+                where.append((_name(path), number))
     return ids, texts
 
 
@@ -546,6 +590,10 @@ def _id(obj: dict, field: str, path: str | Path, number: int) -> str | int | flo
         raise DefsentError(f"no field {field!r} (--id-field) in this JSON object", path=_name(path), line=number)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise DefsentError(f"field {field!r} (--id-field) is not a string or a number", path=_name(path), line=number)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DefsentError(
+            f"field {field!r} (--id-field) is {value}, not a finite number", path=_name(path), line=number
+        )
     return value
 
 

@@ -17,18 +17,26 @@ from defsent_cli.encoder.tokenize import pad_batch, pad_id, to_device
 from defsent_cli.errors import count
 from defsent_cli.training.objective import Objective, register
 from defsent_cli.training.sentences import sample_sentences, sentence_data
+from defsent_cli.training.specs import ObjectiveSpec
+
+#: its declarations, torch-free: name and kind, its one setting's default and rule (checked by Objective.check),
+#: its loop defaults (over the loop's neutral ones: Objective.config(), objective_fit without a config)
+BAG_OF_WORDS = ObjectiveSpec(
+    name="bag-of-words",
+    kind="bag-of-words",
+    settings={"positive_weight": 1.0},
+    constraints={"positive_weight": Interval(0, closed="right")},
+    loop={"lr": 1e-3},
+    item="sentence",
+)
 
 
 @register
 class BagOfWords(Objective):
-    name = kind = "bag-of-words"
-    constraints = {"positive_weight": Interval(0, closed="right")}  # checked by Objective.check
+    spec = BAG_OF_WORDS
 
-    def __init__(self, positive_weight: float = 1.0):
-        self.positive_weight = positive_weight
-
-    def settings(self) -> dict:
-        return {"positive_weight": self.positive_weight}
+    def __init__(self, positive_weight: float = BAG_OF_WORDS.settings["positive_weight"]):
+        self.positive_weight = positive_weight  # its settings() and record: each spec setting's attribute
 
     def read(self, path, config):
         return sample_sentences(path, "train", config)

@@ -96,6 +96,9 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
         "tab_pool": broken / "tab-pool.txt",
         "dict_txt": broken / "dict.txt",
         "huge_bank": broken / "huge-bank.h5",
+        "dup_ids": broken / "dup-ids.jsonl",
+        "nan_id": broken / "nan-id.jsonl",
+        "inf_id": broken / "inf-id.jsonl",
     }
     bad["empty"].write_text("")
     bad["blank"].write_text("\n  \n\n")
@@ -139,6 +142,11 @@ def w(tmp_path_factory, tiny_bert, tiny_roberta) -> SimpleNamespace:
     bad["one_sentence"].write_text("the only sentence there is\n")
     bad["tab_pool"].write_text("a red tree\nan old stone\tby the river\na dark river\n")
     bad["dict_txt"].write_text(dictionary.read_text())  # a dictionary under a name that says text
+    bad["dup_ids"].write_text(
+        '{"t": "a red tree", "id": 1}\n{"t": "an old stone", "id": "1"}\n{"t": "a river", "id": 1.0}\n'
+    )
+    bad["nan_id"].write_text('{"t": "a red tree", "id": 1}\n{"t": "an old stone", "id": NaN}\n')
+    bad["inf_id"].write_text('{"t": "a red tree", "id": 1e999}\n')
     shutil.copy(bank, bad["huge_bank"])  # finite float32, beyond float16's range
     with h5py.File(bad["huge_bank"], "a") as h5:
         h5["vectors"][...] = h5["vectors"][()] * 1e6
@@ -321,7 +329,8 @@ CASES = [
     Case("merge output exists", lambda w, o: ["merge", w.bert, w.ckpt, "-o", w.bad["no_weights"]], 2, "--force", lambda w: w.bad["no_weights"]),
     # ------------------------------------------------------------------ lookup, eval-dict
     Case("lookup no query", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "no query", stdin=""),
-    Case("lookup blank queries only", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "no query", stdin="\n \n"),
+    Case("lookup blank queries only", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "blank query line", lambda w: "<stdin>:1", stdin="\n \n"),
+    Case("lookup blank query line", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank], 2, "blank query line", lambda w: "<stdin>:2", stdin="a pet\n\nan animal\n"),
     Case("lookup blank argument", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bank, ""], 2, "blank"),
     Case("lookup bank missing", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.missing, "a pet"], 2, "no such bank", lambda w: w.missing),
     Case("lookup NaN bank", lambda w, o: ["lookup", "-m", w.ckpt, "--bank", w.bad["nan_bank"], "a pet"], 2, "NaN", lambda w: w.bad["nan_bank"]),
@@ -352,10 +361,23 @@ CASES = [
     Case("encode post-file reshaped", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "--post-file", w.bad["reshaped_post"], "-o", _o(o, "v.npy")], 2, "damaged post-processing file", lambda w: w.bad["reshaped_post"]),
     Case("inspect one path for both outputs", lambda w, o: ["inspect", w.bank, "-o", _o(o, "same.svg"), "--plot", _o(o, "same.svg")], 2, "same path", lambda w: "same.svg"),
     Case("encode output is a folder", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o, "--force"], 2, "is a folder"),
+    Case("encode blank argument", lambda w, o: ["encode", "-m", w.bert, "a dog", " ", "-o", _o(o, "v.npy")], 2, "text 2 is blank"),
+    Case("encode repeated id", lambda w, o: ["encode", "-m", w.bert, "-i", w.bad["dup_ids"], "--field", "t", "--id-field", "id", "-o", _o(o, "v.jsonl")], 2, "id 1.0 (--id-field id) is repeated", lambda w: f"{w.bad['dup_ids']}:3"),
+    Case("encode NaN id", lambda w, o: ["encode", "-m", w.bert, "-i", w.bad["nan_id"], "--field", "t", "--id-field", "id", "-o", _o(o, "v.jsonl")], 2, "NaN is not a JSON number", lambda w: f"{w.bad['nan_id']}:2"),
+    Case("encode infinite id", lambda w, o: ["encode", "-m", w.bert, "-i", w.bad["inf_id"], "--field", "t", "--id-field", "id", "-o", _o(o, "v.jsonl")], 2, "not a finite number", lambda w: f"{w.bad['inf_id']}:1"),
+    Case("encode a file twice", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-i", w.texts, "-f", "jsonl", "-o", _o(o, "v.jsonl")], 2, "given twice", lambda w: w.texts),
+    Case("encode -o twice", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", _o(o, "a.npy"), "-o", _o(o, "b.npy")], 2, "--output/-o was given more than once"),
     # ------------------------------------------------------------------ index, search, serve
     Case("index missing texts", lambda w, o: ["index", w.missing, "-m", w.bert, "-o", _o(o, "i.h5")], 2, "no such file", lambda w: w.missing),
     Case("index of a dictionary as text", lambda w, o: ["index", w.bad["dict_txt"], "-m", w.bert, "-o", _o(o, "i.h5")], 2, "not plain text", lambda w: w.bad["dict_txt"]),
     Case("index to stdout", lambda w, o: ["index", w.texts, "-m", w.bert, "-o", "-"], 2, "standard output"),
+    Case("index repeated id", lambda w, o: ["index", w.bad["dup_ids"], "--field", "t", "--id-field", "id", "-m", w.bert, "-o", _o(o, "i.h5")], 2, "is repeated: it was the id of", lambda w: f"{w.bad['dup_ids']}:3"),
+    Case("index infinite id", lambda w, o: ["index", w.bad["inf_id"], "--field", "t", "--id-field", "id", "-m", w.bert, "-o", _o(o, "i.h5")], 2, "not a finite number", lambda w: f"{w.bad['inf_id']}:1"),
+    Case("index a file twice", lambda w, o: ["index", w.texts, w.texts, "-m", w.bert, "-o", _o(o, "i.h5")], 2, "given twice", lambda w: w.texts),
+    Case("search blank query line", lambda w, o: ["search", "--index", w.bank, "-m", w.bert], 2, "blank query line", lambda w: "<stdin>:2", stdin="a pet\n \nan animal\n"),
+    Case("search --index twice", lambda w, o: ["search", "--index", w.bank, "--index", w.bad["nan_bank"], "a pet"], 2, "--index was given more than once"),
+    # (and a port that cannot be: where the repeat went through, a server would start, never to return)
+    Case("serve --bank twice", lambda w, o: ["serve", "-m", w.bert, "--bank", w.bank, "--bank", w.bank, "--port", "-1"], 2, "--bank was given more than once"),
     Case("search missing index", lambda w, o: ["search", "--index", w.missing, "a query"], 2, "no such file", lambda w: w.missing),
     Case("search a text file as the index", lambda w, o: ["search", "--index", w.texts, "a query"], 2, "cannot read HDF5", lambda w: w.texts),
     Case("serve missing bank", lambda w, o: ["serve", "-m", w.bert, "--bank", w.missing], 2, "no such bank file", lambda w: w.missing),
@@ -439,7 +461,7 @@ def test_the_table_covers_every_command():
         bad={k: Path("x") for k in ("empty", "blank", "latin1", "array", "dupe", "blank_def", "text", "not_bank", "flat_bank",
              "nan_bank", "empty_npy", "flat_npy", "no_tokenizer", "no_weights", "list_info", "other_dict", "zero_post",
              "reshaped_post", "future_info", "narrow_bank", "pairs", "negative_pairs", "equal_scores", "ragged_pairs",
-             "one_sentence", "tab_pool", "dict_txt", "huge_bank")}), Path("o"))[0]
+             "one_sentence", "tab_pool", "dict_txt", "huge_bank", "dup_ids", "nan_id", "inf_id")}), Path("o"))[0]
         for case in CASES}  # fmt: skip
     assert commands <= covered, commands - covered
     assert len(CASES) >= 100
@@ -746,6 +768,60 @@ def test_an_option_that_cannot_take_effect_is_warned_about(name, argv, env, says
         assert warned == [], f"{name}: {result.stderr}"
     else:
         assert len(warned) == 1 and says in warned[0], f"{name}: {result.stderr}"
+
+
+def _encode(w, o: Path, *extra) -> list:
+    return ["encode", "-m", w.bert, "-i", w.texts, "-o", o / "v.npy", *extra]
+
+
+def _build(w, o: Path, *extra) -> list:
+    return ["build-dict", w.dictionary, "-o", o / "d.jsonl", *extra]
+
+
+#: Options that cannot take effect, beyond training's (the run goes on; its output is there): (name, argv, env,
+#: the warning, the output).
+INEFFECTIVE_ELSEWHERE = [
+    ("encode --store-text into npy", lambda w, o: _encode(w, o, "--store-text"), {}, "--store-text has no effect on npy", "v.npy"),
+    ("encode --store-text into h5", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o / "v.h5", "--store-text"], {}, "--store-text has no effect on h5", "v.h5"),
+    ("encode --store-text into jsonl", lambda w, o: ["encode", "-m", w.bert, "-i", w.texts, "-o", o / "v.jsonl", "--store-text"], {}, None, "v.jsonl"),
+    ("encode --field with arguments", lambda w, o: ["encode", "-m", w.bert, "--field", "text", "a dog", "-o", o / "v.npy"], {}, "--field has no effect", "v.npy"),
+    ("build-dict --split-by without --split", lambda w, o: _build(w, o, "--split-by", "entry"), {}, "--split-by has no effect without --split", "d.jsonl"),
+    ("build-dict --split-by with --split", lambda w, o: _build(w, o, "--split-by", "entry", "--split", "0.8,0.1,0.1"), {}, None, "d.jsonl"),
+    ("build-dict --seed without --split or --sample", lambda w, o: _build(w, o, "--seed", "3"), {}, "--seed has no effect", "d.jsonl"),
+    ("build-dict --seed with --sample", lambda w, o: _build(w, o, "--seed", "3", "--sample", "5"), {}, None, "d.jsonl"),
+    ("DEFSENT_NO_PROGRESS=maybe", lambda w, o: _encode(w, o), {"DEFSENT_NO_PROGRESS": "maybe"}, "DEFSENT_NO_PROGRESS='maybe' is not understood", "v.npy"),
+    ("DEFSENT_PROGRESS_SECONDS=soon", lambda w, o: _encode(w, o), {"DEFSENT_NO_PROGRESS": "0", "DEFSENT_PROGRESS_SECONDS": "soon"}, "DEFSENT_PROGRESS_SECONDS='soon' is not understood", "v.npy"),
+    ("DEFSENT_NO_PROGRESS=yes", lambda w, o: _encode(w, o), {"DEFSENT_NO_PROGRESS": "yes"}, None, "v.npy"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,argv,env,says,output", INEFFECTIVE_ELSEWHERE, ids=[c[0] for c in INEFFECTIVE_ELSEWHERE])
+def test_an_option_or_switch_that_cannot_take_effect_is_warned_about(name, argv, env, says, output, w, tmp_path):
+    result = _cli(*argv(w, tmp_path), env={"DEFSENT_DATA": "", **env})
+    assert result.exit_code == 0, f"{name}: {result.stderr}"
+    assert (tmp_path / output).is_file()  # the run went on
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    if says is None:
+        assert warned == [], f"{name}: {result.stderr}"
+    else:
+        assert len(warned) == 1 and says in warned[0], f"{name}: {result.stderr}"
+
+
+def test_an_environment_switch_reads_one_way(monkeypatch, library_log):
+    from defsent_cli import environment
+    from defsent_cli.encoder.precision import AMX_ENV, cpu_amx_bf16
+
+    for value, expected in (("1", True), ("Yes", True), ("on", True), ("0", False), ("false", False), ("", False)):
+        monkeypatch.setenv("DEFSENT_X", value)
+        assert environment.switch("DEFSENT_X") is expected
+    assert library_log == []
+    monkeypatch.setenv(AMX_ENV, "sometimes")
+    cpu_amx_bf16()  # not understood: detected, as if unset, and said
+    monkeypatch.setenv(AMX_ENV, "true")
+    assert cpu_amx_bf16() is True
+    assert [level for level, text in library_log if AMX_ENV in text and "'sometimes' is not understood" in text] == [
+        "warning"
+    ]
 
 
 # ---------------------------------------------------------------------------- messages, help and defaults

@@ -747,12 +747,54 @@ def test_dictd_example_script(foldoc, tmp_path):
         ("One sentence with no end", "One sentence with no end"),
         ("Ends here.  (Not a new sentence?) Yes.", "Ends here."),
         ("  spaced   out.   Second.", "spaced out."),
+        # FOLDOC's: a numbered sense, initials, a date, a byline open the sentence they belong to (issue 76)
+        ("1. Boolean algebra. 2. A Boolean type.", "1. Boolean algebra."),
+        ("(C. Anthony R. Hoare, Tony) A computer scientist. Hoare was responsible for CSP.",
+         "(C. Anthony R. Hoare, Tony) A computer scientist."),
+        ("D.L. Abt. A language for systems programming. Based on ALGOL 60.",
+         "D.L. Abt. A language for systems programming."),
+        ("1856-1922. The Russian mathematician after whom Markov chains are named. He studied probability.",
+         "1856-1922. The Russian mathematician after whom Markov chains are named."),
+        ("Thompson, 1956. Ran on IBM 650. Obsolete.", "Thompson, 1956. Ran on IBM 650."),
+        ("(Or \"digirati\". By analogy with \"literati\") People who know computers. Slang.",
+         "(Or \"digirati\". By analogy with \"literati\") People who know computers."),
+        ("A language developed by A.P. Ershov ca. 1961. It had lists.", "A language developed by A.P. Ershov ca. 1961."),
+        ("1958.", "1958."),  # no sentence ends: the whole (merge then drops it as a fragment)
+        # and normal sentences are cut as before
+        ("Released in 1995. It was widely used.", "Released in 1995."),
+        ("A unit of information. Eight bits make a byte.", "A unit of information."),
+        ("电脑。一种机器。", "电脑。一种机器。"),
     ],
-)
+)  # fmt: skip
 def test_first_sentence_cuts_at_the_first_real_sentence_end(text, first):
     from defsent_cli.dictionary.text import first_sentence
 
     assert first_sentence(text) == first
+
+
+@pytest.mark.parametrize(
+    "definition, fragment",
+    [("1.", True), ("(C.", True), ("D.L.", True), ("1856-1922.", True), ("1958.", True), ("a)", True),
+     ("12", False), ("3.14159", False), ("K&R.", False), ("A jump.", False), ("Base two.", False), ("水", False)],
+)  # fmt: skip
+def test_a_fragment_is_no_sentence(definition, fragment):
+    from defsent_cli.dictionary.text import is_fragment
+
+    assert is_fragment(definition) is fragment
+
+
+def test_build_dict_drops_fragments_from_any_source_and_counts_them(cli, tmp_path):
+    """What a cut at the wrong point leaves (a sense number, initials, a year alone) is no definition, from a TSV
+    as from a dictd database; a number stays; --stats counts them by source."""
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("tick\t1.\ntick\tA jiffy.\nchili\tD.L.\nzed\t1978.\ndozen\t12\n")
+    out = tmp_path / "d.jsonl"
+    result = cli("build-dict", tsv, "--first-sentence", "--stats", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    rows = {r["entry"]: r["definitions"] for r in map(json.loads, out.read_text().splitlines())}
+    assert rows == {"tick": ["A jiffy."], "dozen": ["12"]}
+    cells = {tuple(c.strip() for c in line.split("│")[1:4]) for line in result.stderr.splitlines() if "│" in line}
+    assert ("d", "a fragment, no sentence (1. (C. D.L. 1856-1922.)", "3") in cells, cells
 
 
 def test_build_dict_first_sentence_option(cli, tmp_path):

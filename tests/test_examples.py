@@ -730,11 +730,13 @@ def test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model(tiny_bert, 
     with h5py.File(out / "foldoc-pst" / "bank.h5") as bank:
         assert Path(bank.attrs["encoder"]).resolve() == (out / "foldoc" / f"seed-{best}").resolve()
         assert bank.attrs["kind"] == "AC"
+    from defsent_cli.formats.checkpoint import read_info
+
     for seed in (1, 2):
-        info = json.loads((out / "foldoc-pst" / f"seed-{seed}" / "defsent.json").read_text())
+        info = read_info(out / "foldoc-pst" / f"seed-{seed}")  # its paths recorded relative to it, read back resolved
         assert Path(info["base_model"]).resolve() == tiny_bert.resolve()  # a fresh copy of the original
         assert Path(info["bank"]).resolve() == (out / "foldoc-pst" / "bank.h5").resolve()
-        nm = json.loads((out / "foldoc-nm0.5" / f"seed-{seed}" / "defsent.json").read_text())
+        nm = read_info(out / "foldoc-nm0.5" / f"seed-{seed}")
         assert nm["nm_weight"] == 0.5 and Path(nm["dictionary"]).resolve() == (out / "foldoc" / "dict.jsonl").resolve()
         assert (out / "foldoc-pst" / f"seed-{seed}-dev.json").is_file()
     bad = run_script("domain.sh", out, "foldoc-nmx", data=more, cwd=tmp_path)

@@ -72,7 +72,7 @@ def test_a_hub_name_is_read_from_the_cache_at_its_revision(hub_cache, tiny_bert,
     [
         (["-m", "org/absent"], ["org/absent: not a local folder, and not in the Hugging Face cache", "hf download"]),
         (["-m", "org/tiny", "--revision", "v9"], ["org/tiny at revision v9", "hf download org/tiny --revision v9"]),
-        (["-m", "./missing-folder"], ["missing-folder: not a local folder, and not in the Hugging Face cache"]),
+        (["-m", "./missing-folder"], ["./missing-folder: no such folder"]),  # a path: never a Hub look-up
         (["-m", "runs/seed-1/ckpt"], ["runs/seed-1/ckpt: not a local folder, and not a Hub name"]),
         (["-m", "t.txt"], ["t.txt: is a file, expected a model folder"]),
     ],

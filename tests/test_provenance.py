@@ -113,11 +113,22 @@ def model_record(folder: Path, *weights: str) -> dict:
     return {"path": str(folder), "weights": {name: sha(folder / name) for name in weights}}
 
 
-def check(prov: dict, argv: list[str], models: list[dict], files: list[Path], seed, folders=()) -> None:
+def check(
+    prov: dict, argv: list[str], models: list[dict], files: list[Path], seed, folders=(), checkpoint: bool = False
+) -> None:
     """``prov`` is exactly where the result came from: the command, the models and their weights' hashes,
-    each data file with its hash (and each data folder), the installed versions, the seed."""
-    assert prov["command"] == ["defsent", *argv]
-    assert prov["cwd"] == os.getcwd()
+    each data file with its hash (and each data folder), the installed versions, the seed. ``checkpoint``: ``prov``
+    is a checkpoint's, as ``read_info`` reads it back (docs/formats.md, "Recorded paths"): its paths resolved, its
+    command's absolute paths recorded relative to the working folder, which is the one it names, if any."""
+    if checkpoint:
+        from defsent_cli.formats.recorded import command_arguments
+
+        assert prov["command"] == command_arguments(["defsent", *argv], os.getcwd())
+        assert not any(os.path.isabs(argument) for argument in prov["command"])
+        assert prov["cwd"] in (None, os.path.realpath(os.getcwd()))
+    else:
+        assert prov["command"] == ["defsent", *argv]
+        assert prov["cwd"] == os.getcwd()
     assert prov["models"] == models
     data = {record["path"]: record for record in prov["data"]}
     for path in files:
@@ -141,13 +152,15 @@ def task_folder_hashes(prov: dict, folder: Path) -> dict:
 
 
 def test_a_checkpoint_records_its_provenance(w, tiny_bert):
-    info = json.loads((w["ckpt"] / "defsent.json").read_text())
+    from defsent_cli.formats.checkpoint import read_info
+
     check(
-        info["provenance"],
+        read_info(w["ckpt"])["provenance"],
         w["train"],
         [model_record(tiny_bert, "model.safetensors")],
         [w["dictionary"], w["bank"]],
         seed=5,
+        checkpoint=True,
     )
 
 
@@ -271,13 +284,15 @@ def test_select_best_ranking_records_every_checkpoint(w, tiny_bert, as_typed):
 def test_merge_records_every_model_given(w, tiny_bert, tmp_path, as_typed):
     out = tmp_path / "merged"
     argv, _ = as_typed("merge", w["ckpt"], tiny_bert, "--method", "uniform", "-o", out)
-    prov = json.loads((out / "defsent.json").read_text())["provenance"]
+    from defsent_cli.formats.checkpoint import read_info
+
     check(
-        prov,
+        read_info(out)["provenance"],
         argv,
         [model_record(w["ckpt"], "model.safetensors"), model_record(tiny_bert, "model.safetensors")],
         [],
         None,
+        checkpoint=True,
     )
 
 

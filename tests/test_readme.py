@@ -191,7 +191,9 @@ def test_readme_quickstart_runs(tmp_path):
     entries = [json.loads(line) for line in (folder / "dict.jsonl").read_text().splitlines()]
     assert len(entries) == sum(len(lemmas) for lemmas, _ in SYNSETS)
     assert {e["split"] for e in entries} == {"train", "dev", "test"}
-    info = json.loads((folder / "ckpt" / "defsent.json").read_text())
+    from defsent_cli.formats.checkpoint import read_info
+
+    info = read_info(folder / "ckpt")  # its paths recorded relative to it, read back resolved
     assert Path(info["base_model"]).resolve() == model.resolve()  # the model came from DEFSENT_MODEL
     vectors = np.load(folder / "vecs.npy")
     assert vectors.shape == (3, 32) and vectors.dtype == np.float32

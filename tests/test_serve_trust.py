@@ -226,3 +226,19 @@ def test_a_failed_batch_is_run_again_request_by_request():
     assert first == ["A", "B"] and third == ["C"]
     assert isinstance(second, ValueError) and "boom" in str(second)
     assert calls == [["a", "b", "boom", "c"], ["a", "b"], ["boom"], ["c"]]
+
+
+def test_the_page_says_when_the_bank_has_no_definitions(world, tmp_path):  # noqa: F811
+    """A bank whose dictionary is gone: the live page says that no definitions are shown, instead of promising
+    them."""
+    import shutil
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    bank = shutil.copy(world["bank"], alone / "bank.h5")  # its dictionary stays behind: the recorded path is gone
+    with serving(tmp_path, "-m", world["model"], "--bank", bank, *TORCH_FP32) as server:
+        code, _, page = http("GET", server.url + "/")
+        assert code == 200 and "No definitions are shown" in page and "with their definitions" not in page
+    with serving(tmp_path, "-m", world["model"], "--bank", world["bank"], *TORCH_FP32) as server:
+        page = http("GET", server.url + "/")[2]
+        assert "No definitions are shown" not in page and "with their definitions" in page

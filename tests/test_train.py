@@ -69,13 +69,14 @@ def test_bank_cross_entropy_matches_torch():
 
 def test_epoch_batches_cover_everything_once_and_depend_only_on_seed():
     lengths = np.random.default_rng(0).integers(3, 60, size=1000)
-    config = TrainConfig(batch_size=32, seed=3, bucket_batches=5)
+    bucket = {"batching": "bucket", "bucket_batches": 5}  # length buckets (the loop's neutral default is random)
+    config = TrainConfig(batch_size=32, seed=3, **bucket)
     batches = epoch_batches(lengths, config, epoch=0)
     flat = np.concatenate(batches)
     assert sorted(flat.tolist()) == list(range(1000))
-    again = epoch_batches(lengths, TrainConfig(batch_size=32, seed=3, bucket_batches=5), epoch=0)
+    again = epoch_batches(lengths, TrainConfig(batch_size=32, seed=3, **bucket), epoch=0)
     assert all(np.array_equal(a, b) for a, b in zip(batches, again, strict=True))
-    other = epoch_batches(lengths, TrainConfig(batch_size=32, seed=4, bucket_batches=5), epoch=0)
+    other = epoch_batches(lengths, TrainConfig(batch_size=32, seed=4, **bucket), epoch=0)
     assert not all(np.array_equal(a, b) for a, b in zip(batches, other, strict=True))
     # bucketing keeps padding small compared with random batches
     padded = sum(len(b) * lengths[b].max() for b in batches)

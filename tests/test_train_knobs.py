@@ -53,10 +53,10 @@ def test_label_smoothing_is_torch_s():
 
 
 def _trainer(corpus, tiny_bert, **settings):
-    from defsent_cli.training.config import TrainConfig
     from defsent_cli.training.definitions import pst_step
+    from defsent_cli.training.specs import DEFINITIONS
 
-    config = TrainConfig(pooling="mean", batch_size=8, device="cpu", save_every=0)
+    config = DEFINITIONS.config(pooling="mean", batch_size=8, device="cpu", save_every=0)  # DefSent+'s, as train
     return pst_step(corpus["dictionary"], corpus["bank"], tiny_bert, config, **settings)
 
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import torch
 
-from defsent_cli.training.config import TrainConfig
 from defsent_cli.training.definitions import pst_step
 from defsent_cli.training.loop import ObjectiveRun
+from defsent_cli.training.specs import DEFINITIONS  # DefSent+'s loop defaults
 
 DICT, BANK, MODEL = sys.argv[1], sys.argv[2], os.environ["MINILM"]
 
 
 def make(precision: str, batch: int, n: int) -> ObjectiveRun:
-    config = TrainConfig(
+    config = DEFINITIONS.config(
         pooling="mean", lr=2e-5, batch_size=batch, limit=n, seed=1, save_every=0,
         log_every=1000, device="cuda", precision=precision,
     )  # fmt: skip

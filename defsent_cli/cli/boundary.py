@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - older typer parses with Click itself
 from .. import distributed
 from ..console import QUIET as _QUIET
 from ..console import err_console, set_quiet
+from ..environment import switch
 from ..errors import DefsentError
 from ..io import as_os_error, is_io_failure
 from ..log import logger, warn
@@ -165,6 +166,39 @@ def warn_ineffective(ctx: typer.Context, cases: Iterable[tuple[str, bool, str]])
             warn(message)
 
 
+def warn_given(cases: Iterable[tuple[str, bool, str]]) -> None:
+    """:func:`warn_ineffective` in the command being run (for code that is handed no context)."""
+    ctx = get_current_context(silent=True)
+    if ctx is not None:
+        warn_ineffective(ctx, cases)
+
+
+def refuse_repeated(command, ctx, args: list[str]) -> None:
+    """An option that takes one value given twice (``serve --index A --index B``) is refused in one line: Click
+    would keep the last and drop the first without a word. Options that take a list (``--input``, ``-m`` of the
+    evaluations) may repeat, and so may flags. Arguments Click cannot parse are left to its own error."""
+    if ctx.resilient_parsing:
+        return
+    sub = command.context_class(command, info_name=command.name, parent=ctx, resilient_parsing=True)
+    try:
+        _, _, order = command.make_parser(sub).parse_args(args=list(args))
+    except click_errors.ClickException:
+        return
+    seen: set[str] = set()
+    for param in order:
+        single = getattr(param, "param_type_name", "") == "option" and not (
+            param.multiple or param.count or param.is_flag
+        )
+        if not single:
+            continue
+        if param.name in seen:
+            flags = "/".join(param.opts)
+            raise click_errors.UsageError(
+                f"{flags} was given more than once: it takes one value; give it once", ctx=sub
+            )
+        seen.add(param.name)
+
+
 Quiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="Errors and warnings only: no progress, notes or summary lines.")
 ]
@@ -234,7 +268,7 @@ def guard(fn: Callable) -> Callable:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except OSError as exc:
-            if os.environ.get("DEFSENT_DEBUG"):
+            if switch("DEFSENT_DEBUG"):
                 raise
             if exc.errno == errno.EPIPE:
                 _quiet_stdout()
@@ -243,7 +277,7 @@ def guard(fn: Callable) -> Callable:
         except MemoryError:
             raise fail("out of memory; try a smaller --batch-size", 1) from None
         except Exception as exc:  # noqa: BLE001 - the boundary: a library's error is one line, not a traceback
-            if os.environ.get("DEFSENT_DEBUG"):
+            if switch("DEFSENT_DEBUG"):
                 raise
             if is_io_failure(exc):  # a library's own wrapper of an OSError (safetensors: "os error 28")
                 message, code = os_error_message(as_os_error(exc, getattr(exc, "filename", None) or ""))
@@ -305,6 +339,12 @@ class DefsentGroup(TyperGroup):
             _interrupted()
             sys.exit(130)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def resolve_command(self, ctx, args):  # noqa: D102 - Click's, with repeated single-valued options refused
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            refuse_repeated(command, ctx, rest)
+        return name, command, rest
 
     def _command_path(self, args, prog_name) -> str:
         """'defsent CMD' for an error Click raised without a context (an option missing its value)."""

@@ -13,7 +13,7 @@ from ..console import say
 from ..dictionary.choices import DEFAULT_WORDNET_DIR, FORMATS, SPLIT_BY
 from ..io import check_output, is_stdout, write_stdout
 from . import options as opt
-from .boundary import guard
+from .boundary import guard, warn_given
 from .render import show, stats_table
 
 SourceFormat = opt.choices("SourceFormat", FORMATS)
@@ -125,6 +125,12 @@ def build_dict(
 
     check_output(output, force, stdout=True)
     _check_encoding(encoding)
+    warn_given(
+        [
+            ("split_by", split is None, "--split-by has no effect without --split: every entry is in train"),
+            ("seed", split is None and sample is None, "--seed has no effect without --split or --sample"),
+        ]
+    )
     settings = BuildSettings(
         encoding=encoding,
         include_examples=examples,

@@ -14,7 +14,7 @@ from ..console import say
 from ..errors import DefsentError
 from ..io import check_output, is_stdout
 from . import options as opt
-from .boundary import guard
+from .boundary import guard, warn_given
 from .groups import Group, Values, option, takes_groups
 from .models import MODEL, TOOLBOX, encode_spec, load_encoder
 
@@ -96,11 +96,12 @@ def encode_command(
     """
     from ..encoder.onnx_runtime import describe  # torch and numpy: imported by the command, not by --help
     from ..formats.plain import read_plain_records
-    from ..formats.vectors import write_vectors
+    from ..formats.vectors import refuse_nonfinite, write_vectors
 
     spec = encode_spec(pooling, toolbox)
     if sentences and inputs:
         raise DefsentError("give the texts as arguments or with --input, not both")
+    refuse_blank(sentences or [], "text", "give a text to encode")
     sources = [str(p) for p in inputs] if inputs else ["-"]
     if sources.count("-") > 1:
         raise DefsentError("stdin ('-') can be read only once; give it one --input -")
@@ -110,17 +111,30 @@ def encode_command(
     if not to_stdout:
         check_output(output, force)
     chosen = output_format(output, opt.value(fmt), similarity)
+    warn_given(
+        [
+            ("field", bool(sentences), "--field has no effect: the texts are the arguments, not JSONL objects"),
+            ("skip_blank", bool(sentences), "--skip-blank has no effect on arguments: a blank argument is an error"),
+            (
+                "store_text",
+                chosen not in ("jsonl", "json") or similarity,
+                f"--store-text has no effect on {'the --similarity table' if similarity else chosen}: only jsonl and json "
+                "rows carry their text (h5 always stores the texts)",
+            ),
+        ]
+    )
     # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
     from_stdin = distributed.active() and "-" in sources and not sentences
     texts: list[str] = []
     ids: list = []
+    where: list[tuple[str, int]] = []
     if sentences:
         texts, ids = list(sentences), list(range(1, len(sentences) + 1))
         if records.id_field is not None:
             raise DefsentError("--id-field reads JSONL input: texts given as arguments are numbered 1, 2, ...")
     elif distributed.is_main() or not from_stdin:
         ids, texts = read_plain_records(
-            sources, records.field, records.id_field, records.skip_blank, "encode", "sentences"
+            sources, records.field, records.id_field, records.skip_blank, "encode", "sentences", where
         )
     encoder = load_encoder(spec, model, show_progress=show_progress)
     loaded = encoder.loaded
@@ -130,6 +144,7 @@ def encode_command(
         vectors = encoder(texts, shard=True)  # normalised (or not: encoder.normalized) after the post-processing
     if vectors is None:  # not rank 0: rank 0 writes
         return
+    refuse_nonfinite(vectors, loaded.path, where or None)
     if similarity:
         write_similarity(texts, vectors, chosen)
     else:
@@ -142,6 +157,15 @@ def encode_command(
         f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)}; "
         f"{'normalised' if norm['normalized'] else 'not normalised'}: {norm['by']})"
     )
+
+
+def refuse_blank(texts: list[str], what: str, hint: str) -> None:
+    """The one rule for an empty or whitespace-only text given as an argument (encode's texts, search's and
+    lookup's queries; an input line is refused by ``io.read_records``, the server answers 400): an error naming
+    its place."""
+    for number, text in enumerate(texts, 1):
+        if not text.strip():
+            raise DefsentError(f"{what} {number} is blank; {hint}")
 
 
 def output_format(output: Path | None, fmt: str | None, similarity: bool) -> str:
@@ -178,12 +202,12 @@ def write_similarity(texts: list[str], vectors, fmt: str) -> None:
     """The cosine of every pair of texts on stdout: a table (each row ends with its text) or a JSON object."""
     import numpy as np
 
-    from ..io import write_stdout
+    from ..io import json_text, write_stdout
 
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     cosine = np.clip(unit @ unit.T, -1.0, 1.0)
     if fmt == "json":
-        write_stdout(json.dumps({"texts": texts, "cosine": np.round(cosine, 6).tolist()}, ensure_ascii=False) + "\n")
+        write_stdout(json_text({"texts": texts, "cosine": np.round(cosine, 6).tolist()}) + "\n")
         return
     labels = [f"[{i}]" for i in range(1, len(texts) + 1)]
     width = max(7, max(map(len, labels)) + 1)

@@ -73,8 +73,11 @@ def index_command(
     from_stdin = distributed.active() and "-" in sources
     ids: list = []
     lines: list[str] = []
+    where: list[tuple[str, int]] = []
     if distributed.is_main() or not from_stdin:
-        ids, lines = read_plain_records(sources, records.field, records.id_field, records.skip_blank, "index", "texts")
+        ids, lines = read_plain_records(
+            sources, records.field, records.id_field, records.skip_blank, "index", "texts", where
+        )
     loaded = load(model)
     extra = {"source_field": records.field or "", "id_field": records.id_field or ""}
     with distributed.session(loaded.device):
@@ -92,6 +95,7 @@ def index_command(
             source=",".join(sources),
             extra_attrs=extra,
             ann=ann,
+            where=where,
         )
     if summary is not None:
         say(

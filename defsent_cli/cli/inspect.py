@@ -3,7 +3,6 @@ sentence embeddings (IsoScore, alignment, uniformity)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +10,7 @@ import typer
 
 from ..console import say
 from ..errors import DefsentError
-from ..io import check_output, outputs_together, write_json, write_stdout
+from ..io import check_output, json_text, outputs_together, write_json, write_stdout
 from . import options as opt
 from .boundary import guard
 from .groups import Values, change, takes_groups
@@ -156,7 +155,7 @@ def inspect(
     if plot is not None:
         say(f"wrote {plot}")
     if as_json:
-        write_stdout(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_stdout(json_text(document, indent=2) + "\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,10 +11,11 @@ import typer
 from ..console import say
 from ..errors import DefsentError
 from ..formats.bank import Bank, BankFile
-from ..io import read_texts, write_stdout
+from ..io import json_text, write_stdout
 from ..log import note
 from . import options as opt
 from .boundary import guard
+from .encode import refuse_blank
 from .groups import Values, change, takes_groups
 from .models import MODEL, QUERIES, load
 
@@ -35,6 +35,7 @@ CheckpointModel = Annotated[
         "bundled all-MiniLM-L6-v2.",
         show_default=False,
         callback=opt.model_default,
+        path_type=str,  # as typed: ./x is a folder, never a Hub name (options.model_default)
     ),
 ]
 
@@ -71,34 +72,42 @@ def candidates(
 
 
 def read_queries(queries: list[str] | None, plural: str, blank_hint: str, command: str) -> list[str]:
-    """The queries of ``lookup`` and ``search``: the arguments (none blank), else one per line of stdin, which must
-    be plain text (a dictionary piped in by mistake is refused) and hold at least one."""
+    """The queries of ``lookup`` and ``search``: the arguments, else one per line of stdin, which must be plain
+    text (a dictionary piped in by mistake is refused) and hold at least one. A blank query is an error naming
+    its argument or line, as everywhere a text is given (``encode.refuse_blank``; the server's 400)."""
     if queries:
-        for number, query in enumerate(queries, 1):
-            if not query.strip():
-                raise DefsentError(f"query {number} is blank; {blank_hint}")
+        refuse_blank(queries, "query", blank_hint)
         return queries
     if sys.stdin.isatty():
         raise DefsentError(f"no query: pass {plural} as arguments or one per line on stdin")
     from ..formats.plain import plain_check
+    from ..io import iter_lines
 
-    queries = read_texts(["-"], skip_blank=True, check_first=plain_check(f"; {command} reads {plural}, one per line"))
-    if not queries:
-        raise DefsentError("no query on stdin (only blank lines or nothing)")
-    return queries
+    check = plain_check(f"; {command} reads {plural}, one per line")
+    found: list[str] = []
+    for number, line in iter_lines("-"):
+        if not line.strip():
+            raise DefsentError(f"blank query line; {blank_hint}, one per line, none blank", path="<stdin>", line=number)
+        if not found:
+            check("-", line, number)
+        found.append(line)
+    if not found:
+        raise DefsentError("no query on stdin (nothing was read)")
+    return found
 
 
 def choose_bank(loaded, bank: Path | None, word_head) -> Path | None:
     """The candidates' bank: ``--bank``; else none where the vocabulary is ranked (``--word-head``, a DefSent
     checkpoint); else the bank the checkpoint was trained against (its ``defsent.json``), said in a note; else an
     error saying what to pass (and that the recorded bank is gone, where it is)."""
-    from ..evaluation.reverse_dict import trained_word_objective
+    from ..evaluation.reverse_dict import check_recorded_bank, trained_word_objective
 
     if bank is not None or word_head is not None or trained_word_objective(loaded):
         return bank
     recorded = loaded.info.get("bank") if isinstance(loaded.info, dict) else None
-    if isinstance(recorded, str) and Path(recorded).is_file():
+    if isinstance(recorded, str) and Path(recorded).is_absolute() and Path(recorded).is_file():  # read_info resolves
         note(f"bank: {recorded} (the one {loaded.path} was trained against; --bank chooses another)")
+        check_recorded_bank(recorded, loaded.info.get("bank_sha256"), loaded.path)
         return Path(recorded)
     gone = f" ({loaded.path} was trained against {recorded}, which is gone)" if isinstance(recorded, str) else ""
     raise DefsentError(
@@ -126,6 +135,7 @@ def lookup_command(
       defsent lookup -m bert-base/ --word-head mlm "a feeling of great happiness"
     """
     from ..evaluation.bank_search import top_k
+    from ..formats.vectors import refuse_nonfinite
 
     queries = read_queries(queries, "definitions", "give a definition to look up", "lookup")
     check_candidates(bank, word_head)
@@ -133,6 +143,7 @@ def lookup_command(
     bank = choose_bank(loaded, bank, word_head)
     encoder, entries = candidates(loaded, bank, word_head, pooling)
     vectors = encoder.encode(queries, model.batch_size)
+    refuse_nonfinite(vectors, loaded.path, what="query")
     indices, scores = top_k(vectors, entries, k)
     lines = []
     if as_json:  # where the hits came from, on every line (each line is a whole result)
@@ -146,7 +157,7 @@ def lookup_command(
         hits = [{"entry": e, "score": round(float(s), 4)} for e, s in zip(found, values, strict=True)]
         if as_json:
             row = {"query": query, "similarity": "dot", "results": hits, "provenance": origin}
-            lines.append(json.dumps(row, ensure_ascii=False))
+            lines.append(json_text(row))
         else:
             lines.append(query)
             lines.extend(f"  {rank:>2}. {hit['entry']}\t{hit['score']:.4f}" for rank, hit in enumerate(hits, 1))

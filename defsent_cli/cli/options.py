@@ -26,11 +26,9 @@ from ..training.config import (
     BATCHINGS,
     CONSTRAINTS,
     DEFAULT_SEED,
-    DELETION,
     DELETION_RULE,
     DICTIONARY_SPLITS,
     KEEP,
-    TEMPERATURE,
     TRAIN_POOLINGS,
     TSDAE_POOLINGS,
 )
@@ -100,7 +98,7 @@ def model_default(ctx, param, value):
     """A click callback: ``-m`` a local folder or a Hub name (resolved to a local folder, encoder/hub.py, at
     ``--revision``); no ``-m`` -> ``DEFSENT_MODEL`` (a folder or a Hub name), else the bundled all-MiniLM-L6-v2,
     else a usage error naming all three ways. The choice is remembered for the one-line note :func:`guard`
-    gives."""
+    gives. The option's text comes as typed (``path_type=str``): ``./x`` is a local folder, never a Hub name."""
     if ctx.resilient_parsing:
         return value
     revision = ctx.meta.get(REVISION_KEY)
@@ -109,10 +107,12 @@ def model_default(ctx, param, value):
             values = value if param.multiple else [value]
             resolved = [_resolved(v, revision, ctx) for v in values]
             return resolved if param.multiple else resolved[0]
-        from ..encoder.models import default_model
+        import os
+
+        from ..encoder.models import MODEL_ENV, default_model
 
         folder, source = default_model()
-        found = _resolved(folder, revision, ctx)
+        found = _resolved(os.environ[MODEL_ENV] if source == MODEL_ENV else folder, revision, ctx)
         ctx.meta.pop("defsent.hub_notes", None)  # the note below names it
     except DefsentError as exc:
         raise typer.BadParameter(str(exc), ctx, param) from None
@@ -126,12 +126,12 @@ REVISION_KEY = "defsent.revision"
 _GLOB = set("*?[")
 
 
-def _resolved(value: Path, revision: str | None, ctx) -> Path:
+def _resolved(value: str | Path, revision: str | None, ctx) -> Path:
     """A model given by name: a local folder as it is (or a quoted glob, expanded by the command), a Hub name as
-    its snapshot's folder, noted once."""
+    its snapshot's folder, noted once; a path that is not there (``./x``, ``x/``) is an error saying so."""
     text = str(value)
     if (Path(text).exists() and revision is None) or (_GLOB & set(text) and not Path(text).exists()):
-        return value
+        return Path(text)
     from ..encoder.hub import resolve_model
 
     found = resolve_model(text, revision)
@@ -168,7 +168,9 @@ _MODEL_HELP = (
 )
 Model = Annotated[
     Path | None,
-    typer.Option("--model", "-m", "--encoder", help=_MODEL_HELP, show_default=False, callback=model_default),
+    typer.Option(
+        "--model", "-m", "--encoder", help=_MODEL_HELP, show_default=False, callback=model_default, path_type=str
+    ),
 ]
 Models = Annotated[
     list[Path] | None,
@@ -180,6 +182,7 @@ Models = Annotated[
         "mean ± sd per task, every run kept.",
         show_default=False,
         callback=model_default,
+        path_type=str,
     ),
 ]
 OWN_POOLING_HELP = (
@@ -307,7 +310,6 @@ Deletion = Annotated[
     float,
     typer.Option("--deletion", callback=constrained(DELETION_RULE), help="Share of words deleted from each sentence."),
 ]
-DELETION_DEFAULT = DELETION
 Temperature = Annotated[
     float,
     typer.Option(
@@ -316,7 +318,6 @@ Temperature = Annotated[
         help="InfoNCE temperature: logits = cos / T (SimCSE: 0.05 = scale 20).",
     ),
 ]
-TEMPERATURE_DEFAULT = TEMPERATURE
 
 CheckpointOutput = Annotated[
     Path, typer.Option("--output", "-o", help="Checkpoint folder to write.", show_default=False)

@@ -8,8 +8,11 @@ from typing import Annotated
 import typer
 
 from ..console import say
+from ..training.specs import SPECS
 from . import options as opt
 from .boundary import guard
+
+_TRAINERS = ", ".join(list(SPECS)[:-1]) + f" or {list(SPECS)[-1]}"  # every objective's command (the registry's)
 
 
 def plot_command(
@@ -17,7 +20,7 @@ def plot_command(
         list[Path],
         typer.Argument(
             metavar="RUNS",
-            help="Training run folders: checkpoints of train, tsdae, simcse, train-pairs or teacher, or the "
+            help=f"Training run folders: checkpoints of {_TRAINERS}, or the "
             "OUTPUT.partial/ folder of a run still going; a quoted glob ('step1/seed-*') names every folder it "
             "matches.",
             show_default=False,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,11 +10,11 @@ import typer
 from ..console import say
 from ..constraints import Interval
 from ..errors import DefsentError
-from ..io import write_stdout
+from ..io import json_text, write_stdout
 from ..log import note
 from ..serve.ann import EF_SEARCH
 from . import options as opt
-from .boundary import guard
+from .boundary import guard, warn_given
 from .groups import Group, Values, change, option, takes_groups
 from .lookup import read_queries
 from .models import MODEL, QUERIES, load
@@ -37,6 +36,7 @@ CollectionModel = Annotated[
         help="The model of the queries: a folder or a Hub name. Default: the model the index or bank records (its "
         "encoder), else $DEFSENT_MODEL, else the bundled all-MiniLM-L6-v2.",
         show_default=False,
+        path_type=str,  # as typed: ./x is a folder, never a Hub name (encoder/hub.py)
     ),
 ]
 Dictionary = Annotated[
@@ -62,9 +62,11 @@ ANN_SEARCH = Group(
         ),
         "ef_search": option(
             "--ef-search",
-            type=int,
-            help="With an index's HNSW graph: candidates kept while searching (more: better recall, slower).",
-            default=EF_SEARCH,
+            type=int | None,
+            help=f"With an index's HNSW graph: candidates kept while searching (more: better recall, slower; "
+            f"default {EF_SEARCH}).",
+            default=None,
+            show_default=False,
             constraint=Interval(1, integer=True),
         ),
     },
@@ -78,7 +80,7 @@ def collection_model(model: Path | None, collection: Path) -> Path:
     from ..serve.search import recorded_model
 
     if model is not None:
-        return model if Path(model).is_dir() else resolve_model(str(model))
+        return Path(model) if Path(model).is_dir() else resolve_model(str(model))
     found = recorded_model(collection)
     if found is not None:
         note(f"model: {found} (the one {collection} was built with; -m chooses another)")
@@ -98,11 +100,29 @@ def open_collection(
     from ..serve.search import bank_collection, index_collection, open_collection_file
 
     file = open_collection_file(path)
-    loaded = load(model, collection_model(model.model, path))
+    how = how or Values(exact=False, ef_search=None)
     if file.kind == "index":
         if dictionary is not None:
             raise DefsentError("--dictionary gives a bank's definitions; an index holds its own texts")
-        how = how or Values(exact=False, ef_search=EF_SEARCH)
+        warn_given(
+            [
+                (
+                    "similarity",
+                    True,
+                    f"--similarity has no effect on an index: {path} holds unit vectors, so its "
+                    "scores are cosines either way",
+                )
+            ]
+        )
+    else:
+        warn_given(
+            [
+                ("exact", True, f"--exact has no effect on a bank: {path} has no HNSW graph, its search is exact"),
+                ("ef_search", True, f"--ef-search has no effect on a bank: {path} has no HNSW graph"),
+            ]
+        )
+    loaded = load(model, collection_model(model.model, path))
+    if file.kind == "index":
         return index_collection(file, loaded, model.batch_size, opt.value(pooling), how.exact, how.ef_search)
     return bank_collection(file, loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary)
 
@@ -144,7 +164,7 @@ def search_command(
         if as_json:
             row = {"query": query, "kind": collection.kind, "similarity": collection.score_kind}
             row = {**row, "search": collection.search_kind, "results": hits}
-            lines.append(json.dumps(row, ensure_ascii=False))
+            lines.append(json_text(row))
             continue
         lines.append(query)
         for rank, hit in enumerate(hits, 1):

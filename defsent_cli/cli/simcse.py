@@ -6,25 +6,23 @@ from typing import Annotated
 
 import typer
 
-from .. import distributed
-from ..console import say
-from ..errors import count
-from ..training.config import CONTRASTIVE_VARIANTS, STOP_GRADIENTS, TSDAE_POOLINGS
+from ..training.config import CONTRASTIVE_VARIANTS, STOP_GRADIENTS
+from ..training.specs import CONTRASTIVE
 from . import options as opt
 from .boundary import guard, warn_ineffective
 from .loop_options import (
-    LOOP,
+    AUX,
     SENTENCE_LIMIT,
     Values,
     change,
-    loop_config,
-    noise_matching,
+    fit_objective,
+    loop_of,
     split_warning,
     takes_groups,
-    trained_summary,
-    training_pooling,
     training_warnings,
 )
+
+_OWN = CONTRASTIVE.settings  # its settings' defaults: the spec's
 
 ContrastiveVariant = opt.choices("ContrastiveVariant", CONTRASTIVE_VARIANTS)
 StopGradient = opt.choices("StopGradient", STOP_GRADIENTS)
@@ -42,7 +40,7 @@ def simcse_command(
             help="simcse: two dropout views of a sentence are positives (Gao et al. 2021); nm: Noise Matching, "
             "the sentence with --deletion of its words deleted is pulled onto the original (Reiml 2023).",
         ),
-    ] = ContrastiveVariant.simcse,
+    ] = _OWN["objective"],
     pooling: Annotated[
         opt.SentencePoolingName | None,
         typer.Option(
@@ -57,9 +55,9 @@ def simcse_command(
             "pooling, as SimCSE; not with mean).",
             show_default=False,
         ),
-    ] = None,
-    temperature: opt.Temperature = opt.TEMPERATURE_DEFAULT,
-    deletion: opt.Deletion = opt.DELETION_DEFAULT,
+    ] = _OWN["mlp"],
+    temperature: opt.Temperature = _OWN["temperature"],
+    deletion: opt.Deletion = _OWN["deletion"],
     stop_gradient: Annotated[
         StopGradient,
         typer.Option(
@@ -67,20 +65,17 @@ def simcse_command(
             help="nm: which side's vector gets no gradient: original (the damaged sentence moves onto the "
             "original; the thesis's intent), damaged (the other reading), none.",
         ),
-    ] = StopGradient.original,
-    mlm_weight: opt.MlmWeight = 0.0,
-    mlm_probability: opt.MlmProbability = 0.15,
-    nm_weight: opt.NmWeight = 0.0,
-    nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
-    nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
+    ] = _OWN["stop_gradient"],
+    aux: Values = AUX(),
     word_head: opt.WordHead = None,
-    split: opt.SentenceSplit = opt.SentenceSplitName.train,
-    loop: Values = LOOP(
-        lr=change(3e-5, help="Peak learning rate (linear decay)."),
-        batch_size=change(64, help="Sentences per step (the global batch under torchrun)."),
-        max_length=change(32, type=int, help="Truncate sentences to this many tokens (SimCSE: 32)."),
+    split: opt.SentenceSplit = _OWN["split"],
+    loop: Values = loop_of(
+        CONTRASTIVE,
+        lr=change(help="Peak learning rate (linear decay)."),
+        batch_size=change(help="Sentences per step (the global batch under torchrun)."),
+        max_length=change(type=int, help="Truncate sentences to this many tokens (SimCSE: 32)."),
         limit=change(help=SENTENCE_LIMIT),
-        eval_on=change(opt.SentenceEvalOn.dev, type=opt.SentenceEvalOn),
+        eval_on=change(type=opt.SentenceEvalOn),
     ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
@@ -101,25 +96,17 @@ def simcse_command(
     stays the global batch and the in-batch negatives are gathered from every process.
     """
     from ..training.contrastive import Contrastive  # torch: imported by the command, not by --help
-    from ..training.run import objective_fit
 
     nm = opt.value(objective) == "nm"
     warn_ineffective(
         ctx,
         [
-            *training_warnings(loop.eval_every, mlm_weight, nm_weight),
-            ("word_head", not mlm_weight, "--word-head has no effect without --mlm-weight (no MLM loss)"),
+            *training_warnings(loop.eval_every, aux),
+            ("word_head", not aux.mlm_weight, "--word-head has no effect without --mlm-weight (no MLM loss)"),
             ("deletion", not nm, "--deletion has no effect: only --objective nm deletes words"),
             ("stop_gradient", not nm, "--stop-gradient has no effect: it picks a side of --objective nm's pair"),
             split_warning(sentences),
         ],
-    )
-    config = loop_config(
-        loop,
-        pooling=training_pooling(model, pooling, TSDAE_POOLINGS),
-        word_head=opt.value(word_head) or "mlm",
-        mlm_weight=mlm_weight,
-        mlm_probability=mlm_probability,
     )
     contrastive = Contrastive(
         objective=opt.value(objective),
@@ -129,20 +116,8 @@ def simcse_command(
         deletion=deletion,
         stop_gradient=opt.value(stop_gradient),
     )
-    info = objective_fit(
-        contrastive,
-        sentences,
-        model,
-        output,
-        config,
-        resume=loop.resume,
-        force=force,
-        show_progress=show_progress,
-        data=loop.data,
-        nm=noise_matching(nm_weight, nm_temperature, nm_deletion),
-    )
-    if distributed.is_main():
-        say(trained_summary(output, info, count(info["training_sentences"], "sentence")))
+    own = {"pooling": pooling, "word_head": opt.value(word_head)}
+    fit_objective(contrastive, sentences, model, output, loop, aux, force=force, show_progress=show_progress, **own)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,25 +6,21 @@ from typing import Annotated
 
 import typer
 
-from .. import distributed
-from ..console import say
-from ..errors import count
+from ..training.specs import TEACHER
 from . import options as opt
 from .boundary import guard, warn_ineffective
 from .loop_options import (
-    EACH_EPOCH,
-    LOOP,
     PAIR_LOOP,
     TEACHER_EVAL_ON,
     Values,
     change,
-    loop_config,
+    fit_objective,
+    loop_of,
     takes_groups,
-    trained_summary,
     training_warnings,
 )
 
-Arch = opt.choices("Arch", ("ce", "cbe"))
+Arch = opt.choices("Arch", TEACHER.constraints["arch"].choices())
 
 
 def teacher_command(
@@ -40,18 +36,16 @@ def teacher_command(
             "CrossEncoder); cbe: Cross-Bi-Encoder, one joint pass, each sentence mean-pooled over its own tokens, "
             "the cosine (Reiml 2023).",
         ),
-    ] = Arch.ce,
+    ] = TEACHER.settings["arch"],
     special_tokens: Annotated[
         bool,
         typer.Option(
             "--special-tokens/--no-special-tokens",
             help="cbe: each pooling reads its sentence's [CLS] and [SEP] too (the thesis: from [CLS] to [SEP]).",
         ),
-    ] = True,
-    max_score: opt.MaxScore = 5.0,
-    loop: Values = LOOP(
-        **{**PAIR_LOOP, "eval_on": change(opt.TeacherEvalOn.stsb_dev, type=opt.TeacherEvalOn, help=TEACHER_EVAL_ON)}
-    ),
+    ] = TEACHER.settings["special_tokens"],
+    max_score: opt.MaxScore = TEACHER.settings["max_score"],
+    loop: Values = loop_of(TEACHER, **{**PAIR_LOOP, "eval_on": change(type=opt.TeacherEvalOn, help=TEACHER_EVAL_ON)}),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -71,7 +65,7 @@ def teacher_command(
     from ..formats.pairs import read_scored_pairs
 
     read_scored_pairs(pairs, max_score, "teacher", opt.value(arch), quiet=True)  # a bad file fails before torch loads
-    from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
+    from ..training.teachers import Teacher  # torch: imported by the command, not by --help
 
     warn_ineffective(
         ctx,
@@ -80,21 +74,8 @@ def teacher_command(
             ("special_tokens", opt.value(arch) == "ce", "--special-tokens has no effect: only a cbe pools tokens"),
         ],
     )
-    config = loop_config(loop, defaults=EACH_EPOCH, pooling="mean")
-    info = train_on_pairs(
-        pairs,
-        model,
-        output,
-        config,
-        resume=loop.resume,
-        force=force,
-        show_progress=show_progress,
-        data=loop.data,
-        max_score=max_score,
-        teacher={"arch": opt.value(arch), "special_tokens": special_tokens},
-    )
-    if distributed.is_main():
-        say(trained_summary(output, info, count(info["training_pairs"], "pair")))
+    teacher = Teacher(opt.value(arch), max_score, special_tokens)
+    fit_objective(teacher, pairs, model, output, loop, force=force, show_progress=show_progress)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,33 +8,12 @@ from typing import Annotated
 import typer
 
 from .. import distributed
-from ..console import say
 from ..encoder.choices import POOLER_MODES
-from ..errors import count
-from ..training.config import (
-    BANK_DTYPES,
-    CONSTRAINTS,
-    DEFINITIONS_CONSTRAINTS,
-    DEFINITIONS_VARIANTS,
-    LOGITS,
-    OBJECTIVE_DEFAULTS,
-    SCHEDULES,
-    SHARD_BANK_BYTES,
-    TRAIN_POOLINGS,
-)
+from ..training.config import BANK_DTYPES, CONSTRAINTS, DEFINITIONS_VARIANTS, LOGITS, SCHEDULES, SHARD_BANK_BYTES
+from ..training.specs import DEFINITIONS
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import (
-    LOOP,
-    Values,
-    change,
-    loop_config,
-    noise_matching,
-    takes_groups,
-    trained_summary,
-    training_pooling,
-    training_warnings,
-)
+from .loop_options import AUX, Values, change, fit_objective, loop_of, takes_groups, training_warnings
 
 Pooler = opt.choices("Pooler", POOLER_MODES)
 
@@ -42,13 +21,18 @@ BankDtype = opt.choices("BankDtype", BANK_DTYPES)
 Logits = opt.choices("Logits", LOGITS)
 Variant = opt.choices("Variant", DEFINITIONS_VARIANTS)
 Schedule = opt.choices("Schedule", SCHEDULES)
-_PLUS, _DEFSENT = OBJECTIVE_DEFAULTS["defsent-plus"], OBJECTIVE_DEFAULTS["defsent"]
+_OWN, _RULES = DEFINITIONS.settings, DEFINITIONS.constraints  # its settings' defaults and rules: the spec's
 
 
 def _objective_default(name: str, what: str, kind: type) -> dict:
-    """A loop option whose default is the objective's: None on the command line, the help saying both."""
-    shown = f"(default: {_PLUS[name]:g}; --objective defsent: {_DEFSENT[name]:g})"
-    return change(None, type=kind | None, help=f"{what} {shown}.", show_default=False)
+    """A loop option whose default is the objective's variant's: None on the command line, the help saying each
+    (from the spec)."""
+    first, *others = DEFINITIONS.variants
+    shown = "; ".join(
+        [f"default: {DEFINITIONS.loop_defaults(first)[name]:g}"]
+        + [f"--objective {variant}: {DEFINITIONS.loop_defaults(variant)[name]:g}" for variant in others]
+    )
+    return change(None, type=kind | None, help=f"{what} ({shown}).", show_default=False)
 
 
 def train_command(
@@ -76,7 +60,7 @@ def train_command(
             help="defsent-plus: definitions onto their entries' bank vectors (DefSent+); defsent: predict the "
             "entry word through the frozen word head (DefSent; single-token entries only).",
         ),
-    ] = Variant("defsent-plus"),
+    ] = _OWN["objective"],
     word_head: opt.WordHead = None,
     freeze_embeddings: Annotated[
         bool | None,
@@ -86,12 +70,8 @@ def train_command(
             "trained for defsent-plus).",
             show_default=False,
         ),
-    ] = None,
-    mlm_weight: opt.MlmWeight = 0.0,
-    mlm_probability: opt.MlmProbability = 0.15,
-    nm_weight: opt.NmWeight = 0.0,
-    nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
-    nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
+    ] = _OWN["freeze_embeddings"],
+    aux: Values = AUX(),
     pooling: Annotated[
         opt.TrainPooling | None,
         typer.Option("--pooling", "-p", help=f"Pooling before the head, in training. {opt.OWN_POOLING_HELP}"),
@@ -99,7 +79,7 @@ def train_command(
     inference_pooling: Annotated[
         opt.PoolingName | None,
         typer.Option("--inference-pooling", help="Pooling the checkpoint uses for encode/eval (default: --pooling)."),
-    ] = None,
+    ] = _OWN["inference_pooling"],
     pooler: Annotated[
         Pooler,
         typer.Option(
@@ -109,7 +89,7 @@ def train_command(
             "activation: for untrained poolers and ICA banks), auto (the paper's head for the model's family when the "
             "folder has it trained, else none, e.g. for all-MiniLM-L6-v2).",
         ),
-    ] = Pooler.auto,
+    ] = _OWN["pooler"],
     head_lr: Annotated[
         float | None,
         typer.Option(
@@ -133,7 +113,7 @@ def train_command(
             "--bank-dtype",
             help="How the frozen bank is held: float16 halves its memory in every process (the loss stays float32).",
         ),
-    ] = BankDtype.float32,
+    ] = _OWN["bank_dtype"],
     shard_bank: Annotated[
         bool | None,
         typer.Option(
@@ -143,7 +123,7 @@ def train_command(
             f"sharded when the bank takes {SHARD_BANK_BYTES >> 30} GiB or more (in its --bank-dtype), replicated below.",
             show_default=False,
         ),
-    ] = None,
+    ] = _OWN["shard_bank"],
     logits: Annotated[
         Logits,
         typer.Option(
@@ -151,23 +131,23 @@ def train_command(
             help="dot: rep . bank row (DefSent+); cosine: cos(rep, bank row) x --scale, the geometry "
             "sentence-transformers models were trained in.",
         ),
-    ] = Logits("dot"),
+    ] = _OWN["logits"],
     scale: Annotated[
         float | None,
         typer.Option(
             "--scale",
-            callback=opt.constrained(DEFINITIONS_CONSTRAINTS["scale"]),
+            callback=opt.constrained(_RULES["scale"]),
             help="Multiply the logits by this (default: 1 for dot, 20 for cosine).",
         ),
-    ] = None,
+    ] = _OWN["scale"],
     label_smoothing: Annotated[
         float,
         typer.Option(
             "--label-smoothing",
-            callback=opt.constrained(DEFINITIONS_CONSTRAINTS["label_smoothing"]),
+            callback=opt.constrained(_RULES["label_smoothing"]),
             help="Put this share of the target on all entries evenly.",
         ),
-    ] = 0.0,
+    ] = _OWN["label_smoothing"],
     head_warmup_steps: Annotated[
         int,
         typer.Option(
@@ -176,14 +156,14 @@ def train_command(
             help="Train only the head for this many steps, then everything (linear probe, then fine-tune: "
             "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
         ),
-    ] = 0,
-    loop: Values = LOOP(
+    ] = _OWN["head_warmup_steps"],
+    loop: Values = loop_of(
+        DEFINITIONS,
         lr=_objective_default("lr", "Peak learning rate", float),
         batch_size=_objective_default("batch_size", "Definitions per step", int),
         warmup_ratio=_objective_default("warmup_ratio", "Share of steps for linear warm-up", float),
         adam_eps=_objective_default("adam_eps", "AdamW epsilon", float),
         max_grad_norm=_objective_default("max_grad_norm", "Gradient clipping norm, 0 = none", float),
-        batching=change(opt.Batching.bucket),
     ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
@@ -207,17 +187,16 @@ def train_command(
     from ..formats.dictionary import check_dictionary
 
     check_dictionary(dictionary)  # a pairs file or a TSV given as the dictionary fails before torch loads
-    from ..training.run import train  # torch: imported by the command, not by --help
+    from ..training.definitions import Definitions  # torch: imported by the command, not by --help
 
     objective_name = opt.value(objective)
-    defaults = OBJECTIVE_DEFAULTS[objective_name]
     warn_ineffective(
         ctx,
         [
-            *training_warnings(loop.eval_every, mlm_weight, nm_weight),
+            *training_warnings(loop.eval_every, aux),
             (
                 "word_head",
-                objective_name == "defsent-plus" and not mlm_weight,
+                objective_name == "defsent-plus" and not aux.mlm_weight,
                 "--word-head has no effect: --objective defsent-plus uses a word head only for --mlm-weight",
             ),
             ("head_lr", opt.value(pooler) == "none", "--head-lr has no effect: --pooler none has no head to train"),
@@ -229,27 +208,8 @@ def train_command(
             ),
         ],
     )
-    config = loop_config(
-        loop,
-        defaults=defaults,
-        word_head=opt.value(word_head) or "mlm",
-        schedule=opt.value(schedule) or defaults["schedule"],
-        mlm_weight=mlm_weight,
-        mlm_probability=mlm_probability,
-        pooling=training_pooling(model, pooling, TRAIN_POOLINGS),
-        head_lr=head_lr,
-    )
-    info = train(
-        dictionary,
+    definitions = Definitions(
         bank,
-        model,
-        output,
-        config,
-        resume=loop.resume,
-        force=force,
-        show_progress=show_progress,
-        data=loop.data,
-        nm=noise_matching(nm_weight, nm_temperature, nm_deletion),
         objective=objective_name,
         pooler=opt.value(pooler),
         inference_pooling=opt.value(inference_pooling),
@@ -261,9 +221,8 @@ def train_command(
         head_warmup_steps=head_warmup_steps,
         freeze_embeddings=freeze_embeddings,
     )
-    if distributed.is_main():
-        defs = count(info["training_definitions"], "definition")
-        say(trained_summary(output, info, defs, rate="definitions"))
+    own = {"word_head": opt.value(word_head), "schedule": opt.value(schedule), "pooling": pooling, "head_lr": head_lr}
+    fit_objective(definitions, dictionary, model, output, loop, aux, force=force, show_progress=show_progress, **own)
 
 
 def register(app: typer.Typer) -> None:

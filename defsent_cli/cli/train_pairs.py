@@ -6,23 +6,11 @@ from typing import Annotated
 
 import typer
 
-from .. import distributed
-from ..console import say
-from ..errors import count
 from ..training.config import PAIR_LOSSES
+from ..training.specs import PAIRS
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import (
-    EACH_EPOCH,
-    LOOP,
-    PAIR_LOOP,
-    Values,
-    loop_config,
-    noise_matching,
-    takes_groups,
-    trained_summary,
-    training_warnings,
-)
+from .loop_options import AUX, MLM_TERM, PAIR_LOOP, Values, fit_objective, loop_of, takes_groups, training_warnings
 
 PairLoss = opt.choices("PairLoss", PAIR_LOSSES)
 
@@ -39,15 +27,13 @@ def train_pairs_command(
             help="cosine: squared error of cos(u, v) against the score (SBERT); cosent / angle: CoSENT / AnglE "
             "ranking losses (sentence-transformers' losses).",
         ),
-    ] = PairLoss.cosine,
-    max_score: opt.MaxScore = 5.0,
+    ] = PAIRS.settings["loss"],
+    max_score: opt.MaxScore = PAIRS.settings["max_score"],
     pooling: Annotated[
         opt.TrainPooling, typer.Option("--pooling", "-p", help="Pooling of each sentence (SBERT: mean).")
-    ] = opt.TrainPooling.mean,
-    nm_weight: opt.NmWeight = 0.0,
-    nm_temperature: opt.NmTemperature = opt.TEMPERATURE_DEFAULT,
-    nm_deletion: opt.NmDeletion = opt.DELETION_DEFAULT,
-    loop: Values = LOOP(**PAIR_LOOP),
+    ] = PAIRS.pooling,
+    aux: Values = AUX(without=MLM_TERM),
+    loop: Values = loop_of(PAIRS, **PAIR_LOOP),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -65,25 +51,13 @@ def train_pairs_command(
     from ..formats.pairs import read_scored_pairs
 
     read_scored_pairs(pairs, max_score, "train-pairs", quiet=True)  # a bad file fails before torch loads
-    from ..training.run import pairs as train_on_pairs  # torch: imported by the command, not by --help
+    from ..training.pairs import Pairs  # torch: imported by the command, not by --help
 
-    warn_ineffective(ctx, training_warnings(1 if loop.eval_every is None else loop.eval_every, nm_weight=nm_weight))
-    config = loop_config(loop, defaults=EACH_EPOCH, pooling=opt.value(pooling))
-    info = train_on_pairs(
-        pairs,
-        model,
-        output,
-        config,
-        resume=loop.resume,
-        force=force,
-        show_progress=show_progress,
-        data=loop.data,
-        loss=opt.value(loss),
-        max_score=max_score,
-        nm=noise_matching(nm_weight, nm_temperature, nm_deletion),
+    warn_ineffective(ctx, training_warnings(1 if loop.eval_every is None else loop.eval_every, aux))
+    bi_encoder = Pairs(opt.value(loss), max_score)
+    fit_objective(
+        bi_encoder, pairs, model, output, loop, aux, force=force, show_progress=show_progress, pooling=pooling
     )
-    if distributed.is_main():
-        say(trained_summary(output, info, count(info["training_pairs"], "pair")))
 
 
 def register(app: typer.Typer) -> None:

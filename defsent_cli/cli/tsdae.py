@@ -6,23 +6,10 @@ from typing import Annotated
 
 import typer
 
-from ..console import say
-from ..errors import count
-from ..training.config import NON_NEGATIVE, TSDAE_POOLINGS
+from ..training.specs import TSDAE
 from . import options as opt
 from .boundary import guard, warn_ineffective
-from .loop_options import (
-    FIXED_SCHEDULE,
-    LOOP,
-    SENTENCE_LIMIT,
-    Values,
-    change,
-    loop_config,
-    split_warning,
-    takes_groups,
-    trained_summary,
-    training_pooling,
-)
+from .loop_options import SENTENCE_LIMIT, Values, change, fit_objective, loop_of, split_warning, takes_groups
 
 TsdaePooling = opt.SentencePoolingName
 
@@ -36,23 +23,23 @@ def tsdae_command(
         TsdaePooling | None,
         typer.Option("--pooling", "-p", help=f"Pooling of the damaged sentence (paper: cls). {opt.OWN_POOLING_HELP}"),
     ] = None,
-    split: opt.SentenceSplit = opt.SentenceSplitName.train,
-    deletion: opt.Deletion = opt.DELETION_DEFAULT,
+    split: opt.SentenceSplit = TSDAE.settings["split"],
+    deletion: opt.Deletion = TSDAE.settings["deletion"],
     nm_weight: Annotated[
         float,
         typer.Option(
             "--nm-weight",
-            callback=opt.constrained(NON_NEGATIVE),
+            callback=opt.constrained(TSDAE.constraints["nm_weight"]),
             help="TSDAE + Noise Matching: add this times NM's InfoNCE (the damaged sentence's vector onto its "
             "original's, stop-gradient on the original; Reiml 2023) on the same batch.",
         ),
-    ] = 0.0,
-    temperature: opt.Temperature = opt.TEMPERATURE_DEFAULT,
-    loop: Values = LOOP(
-        lr=change(3e-5, help="Learning rate (constant)."),
-        batch_size=change(8, help="Sentences per step."),
+    ] = TSDAE.settings["nm_weight"],
+    temperature: opt.Temperature = TSDAE.settings["temperature"],
+    loop: Values = loop_of(
+        TSDAE,
+        lr=change(help="Learning rate (constant)."),
+        batch_size=change(help="Sentences per step."),
         limit=change(help=SENTENCE_LIMIT),
-        without=FIXED_SCHEDULE,
     ),
     show_progress: opt.Progress = None,
     force: opt.Force = False,
@@ -69,8 +56,7 @@ def tsdae_command(
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint
     for embed-entries, train (as --model) and every eval-*.
     """
-    from ..training.run import objective_fit  # torch: imported by the command, not by --help
-    from ..training.tsdae import Tsdae
+    from ..training.tsdae import Tsdae  # torch: imported by the command, not by --help
 
     warn_ineffective(
         ctx,
@@ -79,24 +65,8 @@ def tsdae_command(
             ("temperature", not nm_weight, "--temperature has no effect without --nm-weight (no InfoNCE term)"),
         ],
     )
-    config = loop_config(
-        loop,
-        pooling=training_pooling(model, pooling, TSDAE_POOLINGS),
-        warmup_ratio=0.0,
-        weight_decay=0.0,
-        schedule="constant",
-    )
-    info = objective_fit(
-        Tsdae(deletion, opt.value(split), nm_weight=nm_weight, temperature=temperature),
-        sentences,
-        model,
-        output,
-        config,
-        resume=loop.resume,
-        force=force,
-        show_progress=show_progress,
-    )
-    say(trained_summary(output, info, count(info["training_sentences"], "sentence")))
+    tsdae = Tsdae(deletion, opt.value(split), nm_weight=nm_weight, temperature=temperature)
+    fit_objective(tsdae, sentences, model, output, loop, force=force, show_progress=show_progress, pooling=pooling)
 
 
 def register(app: typer.Typer) -> None:

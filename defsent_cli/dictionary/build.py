@@ -22,7 +22,7 @@ from ..formats.dictionary import SPLITS, Entry
 from ..log import warn
 from .choices import DEFAULT_WORDNET_DIR, SPLIT_BY
 from .sources import WORDNET_HINT, Item, normalize_space, read_source
-from .text import ALPHANUMERIC, DUPLICATE, NO_WORD, first_sentence
+from .text import ALPHANUMERIC, DUPLICATE, FRAGMENT, NO_WORD, first_sentence, is_fragment
 
 
 def merge(
@@ -43,8 +43,9 @@ def merge(
     of the item it came first from), per casefolded entry, in definition order: :func:`.stats.source_stats`.
     A definition of punctuation alone (``.``, ``]``, ``...``) is no definition, from any source (the dictd and
     glossary readers drop more: ``1.``, a sense number alone; a file of one definition a line keeps ``pi``'s
-    ``3.14159``). ``dropped``, when given, counts what was dropped by ``(source, reason)``: those (``NO_WORD``)
-    and the duplicates.
+    ``3.14159``), nor is a fragment no sentence holds (:func:`.text.is_fragment`: ``1.``, ``(C.``, ``D.L.``,
+    ``1856-1922.``). ``dropped``, when given, counts what was dropped by ``(source, reason)``: those
+    (``NO_WORD``, ``FRAGMENT``) and the duplicates.
     """
     merged: dict[str, Entry] = {}
     seen_definitions: dict[str, set[str]] = {}
@@ -70,6 +71,10 @@ def merge(
             if definition and not ALPHANUMERIC.search(definition):  # '.', ']', '...': from any source, none
                 if dropped is not None:
                     dropped[(sources[0] if sources else "-", NO_WORD)] += 1
+                continue
+            if is_fragment(definition):  # '1.', '(C.', 'D.L.', '1856-1922.': a cut, no sentence, from any source
+                if dropped is not None:
+                    dropped[(sources[0] if sources else "-", FRAGMENT)] += 1
                 continue
             if definition in seen and dropped is not None:
                 dropped[(sources[0] if sources else "", DUPLICATE)] += 1

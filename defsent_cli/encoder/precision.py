@@ -27,10 +27,10 @@ run (docs/cpu.md has the measurements behind the choice).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..environment import switch
 from ..errors import DefsentError
 
 RUNTIMES = ("torch", "onnx")
@@ -85,9 +85,9 @@ AMX_ENV = "DEFSENT_CPU_AMX"
 def cpu_amx_bf16() -> bool:
     """Whether this CPU multiplies bf16 matrices in AMX tiles, by torch's own checks (``torch.cpu``: AMX tiles
     and AVX-512 BF16, as oneDNN needs for its bf16 AMX kernels), unless :data:`AMX_ENV` says otherwise."""
-    told = os.environ.get(AMX_ENV, "").strip()
-    if told in ("0", "1"):
-        return told == "1"
+    told = switch(AMX_ENV, default=None)
+    if told is not None:
+        return told
     import torch
 
     checks = (getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"))

@@ -180,3 +180,19 @@ def load_bank_for(dictionary: str | Path | None, bank_path: str | Path) -> BankF
     if dictionary is not None:
         check_bank_matches(bank, dictionary)
     return bank
+
+
+def check_recorded_bank(bank: str | Path, sha256: str | None, model: str | Path) -> bool:
+    """Whether the bank a checkpoint records (``defsent.json``'s ``bank``, found at ``bank``) is still the one it
+    was trained against: its SHA-256 against the recorded ``bank_sha256``. A warning says when it changed (its rows
+    may no longer be the entries the model learned to reach); a checkpoint recording no hash is taken as it is."""
+    from ..formats.results import file_sha256
+    from ..log import warn
+
+    if not sha256 or file_sha256(bank) == sha256:
+        return True
+    warn(
+        f"{bank} changed since {model} was trained against it (its SHA-256 differs from the one defsent.json "
+        "records): the scores may not be those of the training's bank; --bank chooses one"
+    )
+    return False

@@ -66,6 +66,7 @@ def link_winner(winner: Path, link: Path, copy: bool = False, force: bool = Fals
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             shutil.copytree(winner, tmp, symlinks=False)
+            _rebase_info(tmp, winner, link)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -78,6 +79,15 @@ def link_winner(winner: Path, link: Path, copy: bool = False, force: bool = Fals
         link.symlink_to(target.relative_to(link.parent.resolve()), target_is_directory=True)
     except ValueError:
         link.symlink_to(target, target_is_directory=True)
+
+
+def _rebase_info(copy: Path, original: Path, link: Path) -> None:
+    """The copied checkpoint's ``defsent.json`` with its paths recorded again, relative to where the copy goes
+    (they were relative to the original: ``formats/recorded.py``)."""
+    from ..formats.checkpoint import INFO_FILE, read_info, write_info
+
+    if (copy / INFO_FILE).is_file():
+        write_info(copy, read_info(original), link)
 
 
 def _remove(path: Path) -> None:

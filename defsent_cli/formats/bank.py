@@ -100,22 +100,51 @@ def write_bank(path: str | Path, bank: Bank) -> None:
     import h5py
     import numpy as np
 
+    _refuse_written(np.asarray(bank.vectors, dtype=np.float32), bank.entries)
     with hdf5_output(path) as h5:
         h5.create_dataset("entries", data=bank.entries, dtype=h5py.string_dtype("utf-8"))
         h5.create_dataset("vectors", data=np.asarray(bank.vectors, dtype=np.float32))
         h5.create_dataset("counts", data=np.asarray(bank.counts, dtype=np.int32))
-        for key, value in bank.attrs.items():
+        for key, value in recorded_attrs(bank.attrs, path).items():
             h5.attrs[key] = value
+
+
+def recorded_attrs(attrs: dict, path: str | Path) -> dict:
+    """The attributes as the bank at ``path`` records them: the files it names (``dictionary``; ``texts``, one a
+    line) relative to its folder (``formats/recorded.py``), so a bank and its dictionary travel together; a
+    relative path given is taken from the working folder; ``-`` (read from stdin) stays."""
+    from .recorded import recorded_path
+
+    folder, out = Path(path).absolute().parent, dict(attrs)
+    if isinstance(out.get("dictionary"), str) and out["dictionary"] not in ("", "-"):
+        out["dictionary"] = recorded_path(out["dictionary"], folder)
+    if isinstance(out.get("texts"), str) and out["texts"]:
+        out["texts"] = "\n".join(recorded_path(t, folder) if t != "-" else t for t in out["texts"].splitlines())
+    return out
+
+
+def resolved_attrs(attrs: dict, path: str | Path) -> dict:
+    """The attributes of the bank at ``path`` as read: the files it names resolved against its folder (a bank
+    written before recorded its dictionary as typed, in the folder it was built in: taken from the bank's
+    folder too); absolute paths as they are."""
+    from .recorded import resolved_loose
+
+    folder, out = Path(path).absolute().parent, dict(attrs)
+    if isinstance(out.get("dictionary"), str):
+        out["dictionary"] = resolved_loose(out["dictionary"], folder)
+    if isinstance(out.get("texts"), str) and out["texts"]:
+        out["texts"] = "\n".join(resolved_loose(t, folder) for t in out["texts"].splitlines())
+    return out
 
 
 class BankWriter:
     """The rows of a bank written into its file as they come (:func:`bank_output`), in any order of ranges;
-    ``attrs`` is written when the file is complete."""
+    ``attrs`` is written when the file is complete, its paths relative to ``path``'s folder (:func:`recorded_attrs`)."""
 
-    def __init__(self, h5, n: int, dim: int):
+    def __init__(self, h5, n: int, dim: int, path: str | Path | None = None):
         import h5py
 
-        self.n, self.dim, self.written, self.attrs = n, dim, 0, {}
+        self.n, self.dim, self.written, self.attrs, self.path = n, dim, 0, {}, path
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)  # the space of every row taken now (see io.reserve_space)
         self.entries = h5.create_dataset("entries", (n,), dtype=h5py.string_dtype("utf-8"), dcpl=dcpl.copy())
@@ -130,10 +159,17 @@ class BankWriter:
         if len(entries) != len(vectors) or len(entries) != len(counts) or not 0 <= start <= stop <= self.n:
             raise ValueError(f"rows {start}:{stop} do not fit a bank of {self.n} rows")
         if stop > start:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            _refuse_written(vectors, entries)
             self.entries[start:stop] = entries
-            self.vectors[start:stop] = np.asarray(vectors, dtype=np.float32)
+            self.vectors[start:stop] = vectors
             self.counts[start:stop] = np.asarray(counts, dtype=np.int32)
         self.written += stop - start
+
+    def finish(self) -> None:
+        """Before the attributes are written (``streamed_rows``): their paths recorded relative to the bank."""
+        if self.path is not None:
+            self.attrs = recorded_attrs(self.attrs, self.path)
 
 
 @contextlib.contextmanager
@@ -145,15 +181,16 @@ def bank_output(path: str | Path, n: int, dim: int, entry_bytes: int) -> Iterato
     fails at once with the usual error. Written to a temporary file beside ``path``, renamed when every row
     is in (:func:`defsent_cli.io.hdf5_stream`); an error anywhere leaves nothing behind."""
     needed = n * (4 * dim + 4 + 32) + entry_bytes + (1 << 20)  # rows, counts, string references and heap
-    with streamed_rows(path, needed, lambda h5: BankWriter(h5, n, dim), "bank") as writer:
+    with streamed_rows(path, needed, lambda h5: BankWriter(h5, n, dim, path), "bank") as writer:
         yield writer
 
 
 @contextlib.contextmanager
 def streamed_rows(path: str | Path, needed: int, writer_of, what: str):
     """The file of a row writer (``writer_of(h5)``: :class:`BankWriter`, ``index.IndexWriter``, each with ``n``,
-    ``written`` and ``attrs``) streamed to disk: its space allocated up front, its attributes written when every
-    row is in, renamed onto ``path`` then (:func:`defsent_cli.io.hdf5_stream`); an error leaves nothing."""
+    ``written`` and ``attrs``) streamed to disk: its space allocated up front, its ``finish()`` (where it has one)
+    and attributes written when every row is in, renamed onto ``path`` then (:func:`defsent_cli.io.hdf5_stream`);
+    an error leaves nothing."""
     with hdf5_stream(path, needed) as h5:
         writer = writer_of(h5)
         h5.flush()
@@ -161,6 +198,8 @@ def streamed_rows(path: str | Path, needed: int, writer_of, what: str):
         yield writer
         if writer.written != writer.n:
             raise RuntimeError(f"{what} writer got {writer.written} of {writer.n} rows")
+        if hasattr(writer, "finish"):
+            writer.finish()
         for key, value in writer.attrs.items():
             h5.attrs[key] = value
 
@@ -258,6 +297,18 @@ class BankFile(BankHeader):
         return self.part(dtype=dtype)
 
 
+def _refuse_written(vectors: np.ndarray, entries) -> None:
+    """A bank is never written with a NaN or infinite row: the first one's entry is named."""
+    import numpy as np
+
+    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1)) if vectors.size else ()
+    if len(bad):
+        raise DefsentError(
+            f"the vector of entry {entries[int(bad[0])]!r} is NaN or infinite ({len(bad):,} such row(s)): the model "
+            "or the transform gives non-finite values; nothing was written"
+        )
+
+
 def _strings(values) -> list[str]:
     return [e.decode("utf-8") if isinstance(e, bytes) else str(e) for e in values]
 
@@ -322,7 +373,7 @@ def open_bank(path: str | Path) -> BankFile:
     n, dim = shapes["vectors"]
     if shapes["entries"][0] != n or shapes["counts"][0] != n:
         raise DefsentError("bank datasets disagree in length", path=path)
-    return BankFile(path, int(n), int(dim), attrs)
+    return BankFile(path, int(n), int(dim), resolved_attrs(attrs, path))
 
 
 def read_bank(path: str | Path, dtype="float32") -> Bank:

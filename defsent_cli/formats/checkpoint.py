@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import DefsentError
 from ..io import as_os_error, check_output, fsync_tree, is_io_failure, share_tree
+from .recorded import portable_info, resolved_info
 from .results import provenance
 
 CHECKPOINT_FORMAT = "defsent-checkpoint/1"
@@ -27,7 +28,8 @@ ST_POOLING_MODES = {
 
 
 def read_info(folder: str | Path) -> dict:
-    """A checkpoint's ``defsent.json`` ({} when the folder has none); it must hold a JSON object."""
+    """A checkpoint's ``defsent.json`` ({} when the folder has none); it must hold a JSON object. The paths it
+    records relative to the folder come back resolved against it (``formats/recorded.py``)."""
     path = Path(folder) / INFO_FILE
     if not path.is_file():
         return {}
@@ -43,7 +45,14 @@ def read_info(folder: str | Path) -> dict:
             "(a newer defsent wrote it?)",
             path=path,
         )
-    return info
+    return resolved_info(info, folder)
+
+
+def write_info(folder: Path, info: dict, home: Path | None = None) -> None:
+    """``info`` into ``folder``'s ``defsent.json``, its paths recorded relative to ``home`` (the folder the
+    checkpoint will be at; ``folder`` itself by default): no absolute local path in it (docs/formats.md)."""
+    portable = portable_info(info, home if home is not None else folder)
+    (folder / INFO_FILE).write_text(json.dumps(portable, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def sentence_transformers_files(
@@ -276,11 +285,12 @@ def _title(name: str, info: dict, card: tuple[str, str] | None) -> str:
     return f"{name}: {what} of {' and '.join(named)}" if named else f"{name}: {what}"
 
 
-def model_card(name: str, info: dict, card: tuple[str, str] | None = None) -> str:
+def model_card(name: str, info: dict, card: tuple[str, str] | None = None, settings: dict | None = None) -> str:
     """A Hugging Face style ``README.md`` for a checkpoint, written from its ``defsent.json`` and ``card`` (its
     title and sentence on what the run did: the objective's, :data:`NEUTRAL_CARD` without one): the Hub's
-    metadata (:func:`front_matter`), then how to use it, its data (by name and hash), settings and scores. No
-    absolute local path appears in it (the folder can be published as it is; docs/formats.md)."""
+    metadata (:func:`front_matter`), then how to use it, its data (by name and hash), settings (``settings``: the
+    run's own, the objective's and its auxiliary terms', shown first) and scores. No absolute local path appears in
+    it (the folder can be published as it is; docs/formats.md)."""
     pooling = info.get("pooling", "mean")
     lines = [
         *front_matter(name, info),
@@ -315,7 +325,7 @@ def model_card(name: str, info: dict, card: tuple[str, str] | None = None) -> st
                 value = "; ".join(_model_text(str(m), info) for m in value)
             lines.append(_row(key, _value(value)))
         lines.append("")
-    elif "sentences" in info or "pairs" in info:  # tsdae, simcse: plain sentences; train-pairs: scored pairs
+    elif "sentences" in info or "pairs" in info:  # a run on plain sentences or on scored pairs
         lines += ["## Training data", "", "| what | value |", "|---|---|"]
         lines.append(_row("base model", _model_text(str(info.get("base_model", "?")), info)))
         if "pairs" in info:
@@ -326,11 +336,9 @@ def model_card(name: str, info: dict, card: tuple[str, str] | None = None) -> st
             lines.append(_row("split (of a dictionary)", info.get("split") or "-"))
             lines.append(_row("training sentences", info.get("training_sentences", "?")))
         lines += ["", "## Training settings", "", "| setting | value |", "|---|---|"]
-        keys = ("objective", "loss", "max_score", "deletion", "stop_gradient", "temperature", "mlp", "nm_weight")
-        keys += ("nm_temperature", "nm_deletion")  # the +NM term of any objective (training/noise_matching.py)
-        for key in (*keys, "train_pooling"):
-            if info.get(key) is not None:
-                lines.append(_row(key, info[key]))
+        for key, value in {**(settings or {}), "train_pooling": info.get("train_pooling")}.items():
+            if value is not None:
+                lines.append(_row(key, value))
         for key, value in info.get("config", {}).items():
             lines.append(_row(key, _value(value)))
         lines.append(_row("steps", info.get("steps", "?")))
@@ -391,11 +399,12 @@ def save_checkpoint(
     files: dict | None = None,
     sentence_transformer: bool = True,
     card: tuple[str, str] | None = None,
+    settings: dict | None = None,
 ) -> Path:
     """Atomically write model + tokenizer + ``defsent.json`` + model card + ST module files to ``output``;
     ``files`` maps extra file names to the paths copied in (e.g. the loss log). Without
     ``sentence_transformer`` no bi-encoder module files (a Cross-Encoder folder). ``card``: the model card's
-    title and sentence on what the run did (:func:`model_card`)."""
+    title and sentence on what the run did, ``settings`` the run's own (:func:`model_card`)."""
     output = check_output(output, force, kind="folder", what="a checkpoint folder")
     if "provenance" not in info:
         info = {**info, "provenance": checkpoint_provenance(info)}
@@ -409,8 +418,8 @@ def save_checkpoint(
             sentence_transformers_files(
                 tmp, model.config.hidden_size, info.get("pooling", "mean"), max_seq_length, bool(info.get("normalize"))
             )
-        (tmp / INFO_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(model_card(output.name, info, card), encoding="utf-8")
+        write_info(tmp, info, output)
+        (tmp / "README.md").write_text(model_card(output.name, info, card, settings), encoding="utf-8")
         for name, source in (files or {}).items():
             shutil.copyfile(source, tmp / name)
         share_tree(tmp)  # the modes the umask gives (save_pretrained leaves model.safetensors private)

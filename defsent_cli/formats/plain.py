@@ -7,6 +7,7 @@ non-blank line, in one line that says what the file is and what to pass instead.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..errors import DefsentError
@@ -55,17 +56,36 @@ def check_plain_file(path: str | Path, advice: str = "", encoding: str = "utf-8"
     check_plain(first, path, advice, number)
 
 
+def refuse_twice(paths: list[str | Path]) -> None:
+    """A file given twice (by any name) is refused where each text gets an id from its place: its rows would be
+    read twice, with the same ids."""
+    named: dict[str, str] = {}
+    for path in paths:
+        key = "-" if str(path) == "-" else os.path.realpath(path)
+        if key in named:
+            also = "" if named[key] == str(path) else f" (also as {named[key]})"
+            raise DefsentError(f"given twice{also}: its texts would be read twice, with the same ids", path=path)
+        named[key] = str(path)
+
+
 def read_plain_records(
-    sources: list[str], field: str | None, id_field: str | None, skip_blank: bool, verb: str, noun: str
+    sources: list[str],
+    field: str | None,
+    id_field: str | None,
+    skip_blank: bool,
+    verb: str,
+    noun: str,
+    where: list[tuple[str, int]] | None = None,
 ) -> tuple[list, list[str]]:
     """``io.read_records`` of the texts ``encode`` and ``index`` read: plain text checked as such (a JSONL given
-    without ``--field`` is refused, saying to pass it), at least one text (else an error: no ``noun`` to
-    ``verb``)."""
+    without ``--field`` is refused, saying to pass it), each id unique (a file given twice is refused), at least
+    one text (else an error: no ``noun`` to ``verb``); ``where`` gets each text's file and line."""
     from ..io import read_records
 
+    refuse_twice(sources)
     check = None if field is not None else plain_check(f"; pass --field NAME to {verb} one string field of each object")
-    ids, texts = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check)
+    ids, texts = read_records(sources, field, id_field, skip_blank=skip_blank, check_first=check, where=where)
     if not texts:
-        where = "stdin" if sources == ["-"] else ", ".join(sources)
-        raise DefsentError(f"no {noun} in {where}: nothing to {verb}")
+        read = "stdin" if sources == ["-"] else ", ".join(sources)
+        raise DefsentError(f"no {noun} in {read}: nothing to {verb}")
     return ids, texts

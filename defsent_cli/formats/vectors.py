@@ -5,14 +5,13 @@ suffix or ``--format``, to a file or (but .h5) to stdout; ``inspect`` reads a ba
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DefsentError
-from ..io import hdf5_output, is_stdout, text_output, write_bytes, write_stdout
+from ..io import hdf5_output, is_stdout, json_text, text_output, write_bytes, write_stdout
 from .bank import open_bank
 from .dictionary import seeded_sample
 
@@ -57,9 +56,9 @@ def write_vectors(
         with text_output(path) as fh:
             if fmt == "jsonl":
                 for row in rows:
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    fh.write(json_text(row) + "\n")
             else:
-                fh.write("[\n" + ",\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\n]\n")
+                fh.write("[\n" + ",\n".join(json_text(row) for row in rows) + "\n]\n")
     elif fmt == "h5":
         import h5py
 
@@ -71,6 +70,25 @@ def write_vectors(
                 h5.attrs[key] = value
     else:
         raise DefsentError(f"unknown vector format {fmt!r}; use one of {', '.join(VECTOR_FORMATS)}")
+
+
+def refuse_nonfinite(
+    vectors: np.ndarray, model, where: list[tuple[str, int]] | None = None, start: int = 0, what: str = "text"
+) -> None:
+    """The vectors of texts (``what``: or queries) ``start``, ``start + 1``, ... as a model gave them: one that is
+    NaN or infinite is an error naming the text's input line (``where[i]``: its file and line), else its number;
+    nothing is written."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(vectors)).all(axis=1)) if np.size(vectors) else ()
+    if not len(bad):
+        return
+    row = start + int(bad[0])
+    message = (
+        f"the model {model} gives NaN or infinite values for this {what} ({len(bad):,} such {what}(s)); nothing "
+        "was written: check the model (its weights, or its post-processing)"
+    )
+    if where is not None and row < len(where):
+        raise DefsentError(message, path=where[row][0], line=where[row][1])
+    raise DefsentError(f"{what} {row + 1:,}: {message}")
 
 
 def vector_rows(vectors: np.ndarray, ids: list | None = None, texts: list[str] | None = None):

@@ -6,9 +6,11 @@ small-world graph (Malkov & Yashunin 2018) built by FAISS (``faiss-cpu``, the op
 ``IndexHNSWFlat`` with the inner-product metric, which on unit vectors is the cosine, so its scores are the exact
 search's scores of the rows it finds. The graph is stored in the index file itself (the dataset
 :data:`ANN_DATASET`, FAISS's own serialisation, with its settings as attributes), built row chunk by row chunk as
-the index is written, so an index and its graph never disagree. ``search``/``serve`` use it when it is there
-(``--exact`` scores every row instead); ``efSearch`` (``--ef-search``) trades speed for recall. bench/ann.py
-measures recall@10 against exact search and the latency on a 1M-row index.
+the index is written, so an index and its graph never disagree; the index records the graph's SHA-256, and
+:func:`load_hnsw` checks it, the graph's size and a sample of its vectors against the index before any search.
+``search``/``serve`` use it when it is there (``--exact`` scores every row instead); ``efSearch``
+(``--ef-search``) trades speed for recall. bench/ann.py measures recall@10 against exact search and the latency
+on a 1M-row index.
 """
 
 from __future__ import annotations
@@ -72,21 +74,62 @@ class Hnsw:
         k = min(k, self.index.ntotal)
         self.index.hnsw.efSearch = max(self.ef_search, k)  # fewer candidates than k would return -1s
         scores, rows = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
-        return rows.astype(np.int64), scores
+        return rows.astype(np.int64), scores  # a row of -1: fewer than k found (its score is no score)
 
 
-def load_hnsw(h5, source, ef_search: int = EF_SEARCH) -> Hnsw | None:
-    """The graph stored in an open index file (None where it has none)."""
+def load_hnsw(h5, index, ef_search: int = EF_SEARCH) -> Hnsw | None:
+    """The graph stored in the open file of ``index`` (an ``IndexFile``; None where it has none), checked against
+    the index before it is used: its bytes against the SHA-256 the index recorded when it was built, its rows and
+    dims against the index's, and a sample of its stored vectors against the index's rows. A graph that fails is a
+    one-line error naming the file (rebuild, or search every row with --exact)."""
     if ANN_DATASET not in h5:
         return None
     import numpy as np
 
     module = faiss()
+    source, fix = index.source, "rebuild it with defsent index --ann, or search every row with --exact"
     dataset = h5[ANN_DATASET]
     settings = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in dataset.attrs.items()}
+    data = np.ascontiguousarray(dataset[()], dtype=np.uint8)
+    recorded = index.attrs.get(f"{ANN_DATASET}_sha256")
+    if recorded is not None or index.verifiable:
+        import hashlib
+
+        if recorded != hashlib.sha256(data).hexdigest():
+            what = (
+                "does not match the SHA-256" if recorded else "has no SHA-256 (it was added after the index was built)"
+            )
+            raise DefsentError(f"its HNSW graph {what} recorded when the index was built: {fix}", path=source)
     try:
-        index = module.deserialize_index(np.asarray(dataset[()], dtype=np.uint8))
+        graph = module.deserialize_index(data)
     except RuntimeError as exc:
-        message = f"its ANN graph cannot be read ({exc}); rebuild it with defsent index --ann, or search with --exact"
-        raise DefsentError(message, path=source) from None
-    return Hnsw(index, settings, ef_search)
+        raise DefsentError(
+            f"its ANN graph cannot be read ({' '.join(str(exc).split())[:200]}); {fix}", path=source
+        ) from None
+    if graph.ntotal != index.n or graph.d != index.dim or graph.metric_type != module.METRIC_INNER_PRODUCT:
+        raise DefsentError(
+            f"its HNSW graph holds {graph.ntotal:,} rows of {graph.d} dims, the index {index.n:,} of {index.dim}: the "
+            f"graph belongs to another index; {fix}",
+            path=source,
+        )
+    _same_rows(graph, index, fix)
+    return Hnsw(graph, settings, ef_search)
+
+
+#: Rows of the graph's own copy of the vectors compared with the index's rows as the graph loads.
+SAMPLE_ROWS = 64
+
+
+def _same_rows(graph, index, fix: str) -> None:
+    """A sample of the graph's stored vectors (the first, the last and rows spread between) equals the index's."""
+    import numpy as np
+
+    sample = np.unique(np.linspace(0, index.n - 1, min(SAMPLE_ROWS, index.n)).astype(np.int64))
+    stored = np.stack([graph.reconstruct(int(row)) for row in sample])
+    differ = np.flatnonzero(np.abs(stored - index.rows_at(sample)).max(axis=1) > 1e-6)
+    if differ.size:
+        raise DefsentError(
+            f"its HNSW graph's vector of row {int(sample[differ[0]]) + 1:,} differs from the index's: the graph was "
+            f"built over other rows or is damaged; {fix}",
+            path=index.source,
+        )

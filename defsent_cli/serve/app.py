@@ -327,7 +327,11 @@ class Routes:
     async def page(self):
         engine = self.engine
         html = page_html(
-            engine.bank is not None, engine.index is not None, bool(self.security.api_key), engine.model_name
+            engine.bank is not None,
+            engine.index is not None,
+            bool(self.security.api_key),
+            engine.model_name,
+            definitions=engine.bank is None or bool(engine.bank.definitions),
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 

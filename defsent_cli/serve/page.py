@@ -102,10 +102,19 @@ document.addEventListener("keydown", (e) => {
 """
 
 
-def page_html(bank: bool, index: bool, auth: bool, model: str) -> str:
+def page_html(bank: bool, index: bool, auth: bool, model: str, definitions: bool = True) -> str:
+    """The page for a server of a ``bank`` and/or an ``index``; ``definitions``: whether the bank's hits come with
+    their definitions (the bank's dictionary found, or ``--dictionary``); without, the page says so and how to get
+    them, and promises none."""
     modes = (["lookup"] if bank else []) + (["search"] if index else [])
     if not modes:
         title, subtitle = "defsent", "No bank or index is served: start the server with --bank or --index."
+    elif modes[0] == "lookup" and not definitions:
+        title = "Reverse dictionary"
+        subtitle = (
+            "Describe a word; see the entries that match. No definitions are shown: the bank's dictionary was "
+            "not found (start the server with --dictionary DICT.jsonl to show them)."
+        )
     elif modes[0] == "lookup":
         title, subtitle = "Reverse dictionary", "Describe a word; see the entries that match, with their definitions."
     else:

@@ -28,6 +28,7 @@ from .. import __version__, distributed
 from ..errors import DefsentError
 from ..formats.bank import BANK_FORMAT, BankFile, open_bank
 from ..formats.index import INDEX_FORMAT, IndexFile, file_format, index_output, open_index
+from ..formats.vectors import refuse_nonfinite
 from ..log import note, warn
 from . import ann as ann_module
 
@@ -66,12 +67,14 @@ def build_index(
     extra_attrs: dict | None = None,
     chunk_texts: int = CHUNK_TEXTS,
     ann: bool = False,
+    where: Sequence[tuple[str, int]] | None = None,
 ) -> IndexSummary | None:
     """Encode ``texts`` (rows in order, each with its id) into the index ``output``, ``chunk_texts`` at a time,
     each chunk's unit vectors written as they come (:func:`~defsent_cli.formats.index.index_output`); with ``ann``
-    an HNSW graph grows with them and is stored in the file (``ann.py``). Under torchrun (inside
-    ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other ranks return
-    None."""
+    an HNSW graph grows with them and is stored in the file (``ann.py``). A text whose vector is NaN or infinite
+    is an error naming its input line (``where``: each text's file and line) and writes nothing. Under torchrun
+    (inside ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other ranks
+    return None."""
     from ..encoder.onnx_runtime import describe
     from ..encoder.spec import Encoder
 
@@ -102,6 +105,7 @@ def build_index(
             label = f"indexing texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
             vectors = encoder(part, description=label, shard=True)
             if writer is not None and vectors is not None:
+                refuse_nonfinite(vectors, loaded.path, where, start)
                 unit = _unit(vectors)
                 writer.write(start, list(ids[start : start + len(part)]), part, unit)
                 if graph is not None:
@@ -188,8 +192,15 @@ class Collection:
         return "cosine" if self.kind == "index" else self.similarity
 
     def vectors(self, queries: Sequence[str]) -> np.ndarray:
-        """The queries' vectors, as they are scored (unit length for cosine)."""
+        """The queries' vectors, as they are scored (unit length for cosine); a query whose vector is NaN or
+        infinite is an error naming it (its number among the queries)."""
         vectors = np.asarray(self.encode_queries(list(queries)), dtype=np.float32)
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1)) if vectors.size else ()
+        if len(bad):
+            raise DefsentError(
+                f"query {int(bad[0]) + 1:,} ({str(queries[int(bad[0])])[:60]!r}): the model gives NaN or infinite "
+                "values for it; check the model"
+            )
         return _unit(vectors) if self.score_kind == "cosine" else vectors
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[dict]]:
@@ -201,8 +212,9 @@ class Collection:
         if len(vectors) == 0:
             return []
         indices, scores = top_k(vectors, rows, k) if self.ann is None else self.ann.search(vectors, k)
-        width = indices.shape[1]
-        flat = indices.ravel()
+        kept = indices >= 0  # the graph's -1: fewer rows found than asked for
+        self._check_scores(indices[kept], scores[kept])
+        flat = indices[kept]
         if self.kind == "index":
             found = [{"id": i, "text": t} for i, t in self.file.records_at(flat)]
         else:
@@ -210,11 +222,33 @@ class Collection:
             if self.definitions:
                 for hit in found:
                     hit["definitions"] = self.definitions.get(hit["entry"], [])
-        out = []
-        for number, values in enumerate(scores):
-            hits = found[number * width : (number + 1) * width]
-            out.append([{**hit, "score": round(float(s), 6)} for hit, s in zip(hits, values, strict=True)])
+        out, taken = [], 0
+        for values, keep in zip(scores, kept, strict=True):
+            hits = found[taken : taken + int(keep.sum())]
+            taken += len(hits)
+            out.append([{**hit, "score": round(float(s), 6)} for hit, s in zip(hits, values[keep], strict=True)])
         return out
+
+    def _check_scores(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """Scores that are NaN or infinite, rows outside the file, or (an index's unit vectors) a cosine beyond
+        [-1, 1], come from a damaged file: a one-line error naming it, never a result."""
+        if rows.size and (rows.min() < 0 or rows.max() >= len(self.file)):
+            raise DefsentError(f"the search found row {int(rows.max()) + 1:,} of {len(self.file):,}: {self._damaged}")
+        finite = np.isfinite(scores)
+        if not finite.all():
+            raise DefsentError(f"row {int(rows[~finite][0]) + 1:,} scores {float(scores[~finite][0])}: {self._damaged}")
+        if self.kind == "index" and scores.size and np.abs(scores).max() > 1 + 1e-3:
+            where = int(np.argmax(np.abs(scores)))
+            raise DefsentError(
+                f"row {int(rows[where]) + 1:,} scores a cosine of {float(scores[where]):g}: {self._damaged}"
+            )
+
+    @property
+    def _damaged(self) -> str:
+        fix = "rebuild it with defsent index" if self.kind == "index" else "rebuild it with defsent embed-entries"
+        if self.ann is not None:
+            fix += " --ann, or search every row with --exact"
+        return f"{self.path} is damaged; {fix}"
 
     def search(self, queries: Sequence[str], k: int = 10) -> list[list[dict]]:
         return self.search_vectors(self.vectors(queries), k)
@@ -226,12 +260,15 @@ def index_collection(
     batch_size: int = 32,
     pooling: str | None = None,
     exact: bool = False,
-    ef_search: int = ann_module.EF_SEARCH,
+    ef_search: int | None = None,
 ) -> Collection:
     """An index with its queries encoded as its texts were (the pooling it records, unit length); a model other
     than the one it records is a warning (its vectors live in another space), a model of another width an error.
     Searched through its HNSW graph where it has one (unless ``exact``; without FAISS installed, exactly, said in
-    a note)."""
+    a note), the graph checked against the index first (``ann.load_hnsw``). ``ef_search``: None is the default
+    (:data:`ann.EF_SEARCH`); given, or ``exact`` given, where it cannot take effect (no graph), a warning. An index
+    written before it recorded its checksums is said in a note (it is searched, its rows only checked for unit
+    length)."""
     from ..encoder.spec import Encoder
 
     if index.dim != loaded.dim:
@@ -248,16 +285,31 @@ def index_collection(
     encoder = Encoder.of(loaded, name, batch_size=batch_size, max_length=int(max_length) if max_length else None)
     encoder.show_progress = False
     collection = Collection(index, encoder, "cosine", label=str(index.source))
-    if ann_module.ANN_DATASET in index.extras and not exact:
-        try:
-            ann_module.faiss()
-        except DefsentError:
-            note(f"exact search: {index.source} has an HNSW graph, but FAISS is not installed ({ann_module.INSTALL})")
-            return collection
-        from ..io import hdf5_input
+    if not index.verifiable:
+        note(
+            f"{index.source} records no checksums (built before defsent recorded them): it cannot be verified; "
+            "rebuild it with defsent index to have it checked"
+        )
+    graph = ann_module.ANN_DATASET in index.extras
+    if not graph:
+        if exact:
+            warn(f"--exact has no effect: {index.source} has no HNSW graph, so its search is exact anyway")
+        if ef_search is not None:
+            warn(f"--ef-search has no effect: {index.source} has no HNSW graph (build one with defsent index --ann)")
+        return collection
+    if exact:
+        if ef_search is not None:
+            warn("--ef-search has no effect with --exact: every row is scored")
+        return collection
+    try:
+        ann_module.faiss()
+    except DefsentError:
+        note(f"exact search: {index.source} has an HNSW graph, but FAISS is not installed ({ann_module.INSTALL})")
+        return collection
+    from ..io import hdf5_input
 
-        with hdf5_input(index.source, "the index") as h5:
-            collection.ann = ann_module.load_hnsw(h5, index.source, ef_search)
+    with hdf5_input(index.source, "the index") as h5:
+        collection.ann = ann_module.load_hnsw(h5, index, ann_module.EF_SEARCH if ef_search is None else ef_search)
     return collection
 
 
@@ -289,9 +341,11 @@ def bank_definitions(bank: BankFile, dictionary: str | Path | None = None) -> di
 
     given = dictionary is not None
     if dictionary is None:
-        recorded = bank.attrs.get("dictionary")
-        if not isinstance(recorded, str) or not Path(recorded).is_file():
-            note(f"no definitions shown: {bank.source} records no dictionary that is still there (--dictionary)")
+        recorded = bank.attrs.get("dictionary")  # resolved against the bank's folder (formats/bank.py)
+        if not isinstance(recorded, str) or recorded in ("", "-") or not Path(recorded).is_file():
+            why = "was built from stdin" if recorded == "-" else "records no dictionary"
+            why = f"was built from {recorded}, which is not there" if recorded not in (None, "", "-") else why
+            note(f"no definitions shown: {bank.source} {why} (--dictionary DICT.jsonl gives them)")
             return {}
         if sha256_file(recorded) != bank.attrs.get("dictionary_sha256"):
             note(f"no definitions shown: {recorded} changed since {bank.source} was built (--dictionary)")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..constraints import Constraint, Interval, OneOf, check_all
-from ..encoder.choices import POOLER_MODES, WORD_HEADS
-from ..encoder.pooling import POOLINGS
+from ..encoder.choices import WORD_HEADS
 from ..encoder.precision import TRAIN_PRECISIONS
 from ..errors import DefsentError
 from ..formats.dictionary import SPLITS
@@ -31,31 +30,6 @@ SCHEDULES = ("linear", "constant")
 #: ``objective.OBJECTIVES``): defsent-plus: definitions onto a frozen bank of entry embeddings (DefSent+, Liu 2024);
 #: defsent: the entry word predicted through the frozen word-prediction layer (DefSent, Tsukagoshi et al. 2021).
 DEFINITIONS_VARIANTS = ("defsent-plus", "defsent")
-#: What each objective's reference uses where the command line is silent (cli/train.py fills these in).
-#: DefSent (experiments/configs: config.yaml, optimizer/adam.yaml, scheduler/warmup.yaml, src/lr_scheduler.py):
-#: batch 16, Adam (eps 1e-8, no weight decay: the same update as AdamW with weight decay 0), no gradient clipping
-#: (configs/trainer/default.yaml: gradient_clip_val 0.0), lr 1e-5, a linear
-#: warm-up over 10% of the steps and then a CONSTANT rate (LRPolycy returns 1.0 after the warm-up; the paper says
-#: only "linear warm-up"; --schedule linear decays to 0 instead). DefSent+ (TrainEncoder.py): batch 32, AdamW eps
-#: 1e-6, clipping at 1.0, lr 2e-5 (our default; the paper tunes it), no warm-up, linear decay.
-OBJECTIVE_DEFAULTS = {
-    "defsent-plus": {
-        "lr": 2e-5,
-        "batch_size": 32,
-        "warmup_ratio": 0.0,
-        "adam_eps": 1e-6,
-        "schedule": "linear",
-        "max_grad_norm": 1.0,
-    },
-    "defsent": {
-        "lr": 1e-5,
-        "batch_size": 16,
-        "warmup_ratio": 0.1,
-        "adam_eps": 1e-8,
-        "schedule": "constant",
-        "max_grad_norm": 0.0,
-    },
-}
 #: TSDAE (training/tsdae.py): its poolings, the share of words deleted (the paper's 0.6), and the splits
 #: of a dictionary whose definitions it reads.
 TSDAE_POOLINGS = ("cls", "mean")
@@ -115,24 +89,12 @@ CONSTRAINTS: dict[str, Constraint] = {
     "eval_on": OneOf(_criteria),
 }
 
-#: The constraints of DefSent+'s and DefSent's own settings (``definitions.Definitions``), declared here with the
-#: loop's so that the command line derives its checks from them without loading the objective.
-DEFINITIONS_CONSTRAINTS: dict[str, Constraint] = {
-    "objective": OneOf(DEFINITIONS_VARIANTS),
-    "pooler": OneOf(POOLER_MODES),
-    "inference_pooling": OneOf(POOLINGS, optional=True),
-    "bank_dtype": OneOf(BANK_DTYPES),
-    "logits": OneOf(LOGITS),
-    "scale": Interval(0, closed="right", optional=True),
-    "label_smoothing": _FRACTION,
-    "head_warmup_steps": _STEPS,
-}
-
 
 @dataclass
 class TrainConfig:
-    """The training loop's settings, every objective's (an objective's own are its ``settings()``); the defaults
-    are DefSent+'s where the reference fixes them."""
+    """The training loop's settings, every objective's (an objective's own are its ``settings()``). The defaults are
+    the loop's neutral ones, the shared loop options' (``cli/loop_options.py`` reads them here); each objective's
+    own loop defaults are its spec's (``specs.py``: ``Objective.config()``, ``ObjectiveSpec.config``)."""
 
     pooling: str = "cls"  # cls | mean: pool(last_hidden_state) before the head
     lr: float = 2e-5
@@ -141,13 +103,13 @@ class TrainConfig:
     epochs: int = 1
     warmup_ratio: float = 0.0
     weight_decay: float = 0.0
-    adam_eps: float = 1e-6
+    adam_eps: float = 1e-8
     max_grad_norm: float = 1.0
     seed: int = DEFAULT_SEED
     max_length: int | None = None
     max_steps: int | None = None
     limit: int | None = None
-    batching: str = "bucket"  # bucket | random
+    batching: str = "random"  # random | bucket (length buckets, little padding)
     bucket_batches: int = 50  # batches per length bucket
     save_every: int = 500
     log_every: int = 20

@@ -55,41 +55,26 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..constraints import OneOf
 from ..encoder.head import PoolerHead, fresh_mlp
 from ..encoder.tokenize import tokenize
 from ..errors import DefsentError, count
-from .config import (
-    CONTRASTIVE_VARIANTS,
-    DELETION,
-    DELETION_RULE,
-    DICTIONARY_SPLITS,
-    POSITIVE,
-    STOP_GRADIENTS,
-    TEMPERATURE,
-    TSDAE_POOLINGS,
-    TrainConfig,
-)
+from .config import TrainConfig
 from .forward import TrainForward, batch, forward, noised
 from .loop import ObjectiveRun
 from .loss import info_nce
 from .objective import Objective, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
+from .specs import CONTRASTIVE
+
+_OWN = CONTRASTIVE.settings  # its settings' defaults: the spec's (the command's options read them there too)
 
 
 @register
 class Contrastive(Objective):
     """SimCSE or Noise Matching (``objective``): in-batch negatives as the loss, a training-only MLP, + λ · MLM."""
 
-    name, kind = "simcse", "contrastive"
+    spec = CONTRASTIVE
     mlm = nm = True  # takes --mlm-weight and (objective simcse) --nm-weight (forward.py)
-    constraints = {
-        "objective": OneOf(CONTRASTIVE_VARIANTS),
-        "split": OneOf(DICTIONARY_SPLITS),
-        "temperature": POSITIVE,
-        "deletion": DELETION_RULE,
-        "stop_gradient": OneOf(STOP_GRADIENTS, optional=True),
-    }
     clip_modules = False  # the MLP's gradients were never clipped: the encoder's alone (Loop.clipped)
     unit = "sentences"
     #: the model card's title and sentence, by objective
@@ -111,12 +96,12 @@ class Contrastive(Objective):
 
     def __init__(
         self,
-        objective: str = "simcse",
-        split: str = "train",
-        mlp: bool | None = None,
-        temperature: float = TEMPERATURE,
-        deletion: float = DELETION,
-        stop_gradient: str = "original",
+        objective: str = _OWN["objective"],
+        split: str = _OWN["split"],
+        mlp: bool | None = _OWN["mlp"],
+        temperature: float = _OWN["temperature"],
+        deletion: float = _OWN["deletion"],
+        stop_gradient: str = _OWN["stop_gradient"],
     ):
         self.variant, self.split, self.temperature = objective, split, temperature
         self.deletion, self.stop_gradient = deletion, stop_gradient
@@ -138,7 +123,7 @@ class Contrastive(Objective):
         """The settings beyond :class:`TrainConfig`, checked (one-line errors); ``--mlp``'s default follows the
         pooling."""
         super().check(config)
-        if config.pooling not in TSDAE_POOLINGS:
+        if config.pooling not in self.spec.poolings:
             raise DefsentError(f"simcse pools with cls or mean, not {config.pooling!r}")
         self.mlp = config.pooling == "cls" if self.mlp is None else bool(self.mlp)
 

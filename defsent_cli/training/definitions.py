@@ -33,19 +33,16 @@ from ..encoder.word_head import WORD_HEAD_FILE, save_word_head
 from ..errors import DefsentError, count
 from ..formats.bank import check_bank_matches, open_bank
 from ..formats.dictionary import check_dictionary
-from .config import DEFAULT_SCALE, DEFINITIONS_CONSTRAINTS, TrainConfig
+from .config import DEFAULT_SCALE, TrainConfig
 from .data import training_data, word_training_data
 from .forward import TrainForward, batch, forward, noised
 from .loop import ObjectiveRun, StepLoss
 from .loss import bank_cross_entropy
 from .objective import Objective, register
 from .sharded_loss import BankShard, wants_sharding
+from .specs import DEFINITIONS
 
-#: Definitions' own settings, by the names of its constructor's keywords (the bank aside) and of its attributes.
-SETTINGS = (
-    "pooler", "inference_pooling", "bank_dtype", "shard_bank", "logits", "scale", "label_smoothing",
-    "head_warmup_steps", "objective", "freeze_embeddings",
-)  # fmt: skip
+_OWN = DEFINITIONS.settings  # its settings' defaults: the spec's (the command's options read them there too)
 
 #: The DefSent+ options that DefSent's word prediction does not take (checked by :meth:`Definitions.check`).
 _PLUS_ONLY = (
@@ -64,13 +61,12 @@ _PLUS_ONLY = (
 class Definitions(Objective):
     """Definitions onto their entries: the bank's rows (DefSent+) or the word head's vocabulary (DefSent)."""
 
-    name = kind = "train"
+    spec = DEFINITIONS
     data_argument = "DICTIONARY"
     unit = "defs"
     mlm = nm = True  # takes --mlm-weight and --nm-weight (forward.py)
     dev_key = None  # the state's document is the dev tracker's own, as train's always was
     best_prefix = ""  # and the kept-best weights bare
-    constraints = DEFINITIONS_CONSTRAINTS
     #: the model card's title and sentence, by objective
     cards = {
         "defsent-plus": (
@@ -88,16 +84,16 @@ class Definitions(Objective):
     def __init__(
         self,
         bank: Path | None = None,
-        objective: str = "defsent-plus",
-        pooler: str = "auto",
-        inference_pooling: str | None = None,
-        bank_dtype: str = "float32",
-        shard_bank: bool | None = None,
-        logits: str = "dot",
-        scale: float | None = None,
-        label_smoothing: float = 0.0,
-        head_warmup_steps: int = 0,
-        freeze_embeddings: bool | None = None,
+        objective: str = _OWN["objective"],
+        pooler: str = _OWN["pooler"],
+        inference_pooling: str | None = _OWN["inference_pooling"],
+        bank_dtype: str = _OWN["bank_dtype"],
+        shard_bank: bool | None = _OWN["shard_bank"],
+        logits: str = _OWN["logits"],
+        scale: float | None = _OWN["scale"],
+        label_smoothing: float = _OWN["label_smoothing"],
+        head_warmup_steps: int = _OWN["head_warmup_steps"],
+        freeze_embeddings: bool | None = _OWN["freeze_embeddings"],
     ):
         self.bank_path = Path(bank) if bank is not None else None
         self.objective, self.pooler, self.inference_pooling = objective, pooler, inference_pooling
@@ -105,11 +101,6 @@ class Definitions(Objective):
         self.label_smoothing, self.head_warmup_steps = label_smoothing, head_warmup_steps
         self.freeze_embeddings = freeze_embeddings
         self.shard: BankShard | None = None  # --shard-bank: this process's rows of the bank (else self.bank is all)
-
-    def settings(self) -> dict:
-        """DefSent+'s and DefSent's own settings (in defsent.json's ``config`` beside the loop's, as they always
-        were)."""
-        return {name: getattr(self, name) for name in SETTINGS}
 
     @property
     def embeddings_frozen(self) -> bool:

@@ -1,31 +1,33 @@
-"""Objectives that plug into the training loop: one module and one registration each (issue 57).
+"""Objectives that plug into the training loop: a spec, one class and one registration each (issues 57, 77).
 
-An :class:`Objective` says only what is its own: its settings (recorded in ``defsent.json`` and the resumable
-state, and required equal on ``--resume``), how it reads its data, the modules it trains beside the encoder
-(a decoder, a head: their parameters join the optimiser, their weights the state, with nothing else to write),
-the loss of a batch, the run's one-line description and what it adds to the checkpoint record. Everything
-else is :class:`loop.Loop`'s, once for every objective: the checks of :class:`TrainConfig`, the seeds, the
-model and its pooling and token limit, the optimiser over the encoder and the objective's modules, the loop
-(schedule, precision, DDP weighting, clipping, logging, dev evaluation, keep-best, state save and resume), and
-``run.fit``'s checkpoint folder. This module imports neither torch nor the loop. (The objectives' modules do
-import torch, so what a command's ``--help`` shows of one, its choices, constraints and default settings, is
-declared in ``config.py``, which imports neither, and the objective takes it from there.)
+An :class:`Objective` says only what is its own: its spec (``specs.py``, torch-free: its name and kind, its loop
+defaults, its settings' defaults and rules, read by the command line and ``--help`` too), its settings (recorded in
+``defsent.json`` and the resumable state, and required equal on ``--resume``), how it reads its data, the modules it
+trains beside the encoder (a decoder, a head: their parameters join the optimiser, their weights the state, with
+nothing else to write), the loss of a batch, the run's one-line description and what it adds to the checkpoint
+record. Everything else is :class:`loop.Loop`'s, once for every objective: the checks of :class:`TrainConfig`, the
+seeds, the model and its pooling and token limit, the optimiser over the encoder and the objective's modules, the
+loop (schedule, precision, DDP weighting, clipping, logging, dev evaluation, keep-best, state save and resume), and
+``run.fit``'s checkpoint folder. This module imports neither torch nor the loop.
 
-One meaning for "objective": a class registered here, :data:`OBJECTIVES` by ``name`` (the command that trains it:
-``train``, ``tsdae``, ``simcse``, ``train-pairs``, ``teacher``). ``kind`` is the word ``defsent.json`` records for
+One meaning for "objective": a class registered here, :data:`OBJECTIVES` by its spec's ``name`` (the command that
+trains it; ``specs.SPECS`` holds the package's specs, torch-free). ``kind`` is the word ``defsent.json`` records for
 it (kept as it always was: checkpoints written before are read by it); the ``--objective`` option of ``train``
-and ``simcse`` picks a *variant* of that command's objective (``config.DEFINITIONS_VARIANTS``,
-``config.CONTRASTIVE_VARIANTS``), recorded among its settings. The contract (the hooks it must write, the rest
-with defaults, what ``setup`` may change on the run) is docs/layout.md's "Adding a training objective".
+and ``simcse`` picks a *variant* of that command's objective (its ``objective`` setting; a variant may have loop
+defaults of its own, ``ObjectiveSpec.variants``), recorded among its settings. The contract (the hooks it must
+write, the rest with defaults, what ``setup`` may change on the run) is docs/layout.md's "Adding a training
+objective".
+
+    RECONSTRUCT = ObjectiveSpec(name="reconstruct", kind="reconstruct", loop={"lr": 1e-4})  # torch-free
 
     @register
     class Reconstruct(Objective):
-        name = kind = "reconstruct"
-        def setup(self, run): self.decoder = torch.nn.Linear(run.loaded.dim, run.loaded.dim)
+        spec = RECONSTRUCT
+        def setup(self, run, items): self.decoder = torch.nn.Linear(run.loaded.dim, run.loaded.dim)
         def modules(self): return {"decoder": self.decoder}
         def loss(self, run, index): ...
 
-    run.objective_fit(OBJECTIVES["reconstruct"](), sentences, model, output, config)
+    run.objective_fit(OBJECTIVES["reconstruct"](), sentences, model, output)  # at its spec's defaults
 
 The model sentence-transformers gives a loss (``forward(features, labels)``, its own weights trained with the
 model's), with the run's state and record on top. ``tsdae.py`` is one (TSDAE, + Noise Matching), ``contrastive.py``
@@ -43,8 +45,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from ..constraints import Constraint, check_all
+from ..constraints import check_all
 from .config import TrainConfig
+from .specs import ObjectiveSpec
 
 if TYPE_CHECKING:  # the contract names them; importing this module loads neither torch nor the loop
     import numpy as np
@@ -58,19 +61,21 @@ OBJECTIVES: dict[str, type[Objective]] = {}
 
 
 def register(cls: type[Objective]) -> type[Objective]:
-    """Make an objective known by its ``name`` (a class decorator: the one registration an objective needs)."""
-    if cls.name in OBJECTIVES and OBJECTIVES[cls.name] is not cls:
-        raise ValueError(f"objective {cls.name!r} is registered twice")
-    OBJECTIVES[cls.name] = cls
+    """Make an objective known by its spec's ``name`` (a class decorator: the one registration an objective
+    needs)."""
+    name = cls.spec.name
+    if name in OBJECTIVES and OBJECTIVES[name] is not cls:
+        raise ValueError(f"objective {name!r} is registered twice")
+    OBJECTIVES[name] = cls
     return cls
 
 
 class Objective:
     """What one kind of training adds to the loop; subclass, fill in, :func:`register`."""
 
-    name: ClassVar[str] = ""
-    #: ``defsent.json``'s ``kind``
-    kind: ClassVar[str] = ""
+    #: its declarations, torch-free (``specs.py``): name, kind, its own settings' defaults and constraints, its loop
+    #: defaults; the command line and ``--help`` read the same spec
+    spec: ClassVar[ObjectiveSpec]
     #: how the command line names the data file, in resume's messages
     data_argument: ClassVar[str] = "SENTENCES"
     #: refuse torchrun (the objective's loss does not weight a share of the global batch)
@@ -90,14 +95,27 @@ class Objective:
     nm: ClassVar[bool] = False
     #: what the progress bar counts
     unit: ClassVar[str] = "items"
-    #: the model card's title ("DefSent+ fine-tune") and its sentence on what the run did (:meth:`card`)
-    title: ClassVar[str] = ""
-    description: ClassVar[str] = ""
+
+    @property
+    def name(self) -> str:
+        """The registry's name: the command that trains it."""
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        """``defsent.json``'s ``kind``."""
+        return self.spec.kind
+
+    def config(self, model: str | Path | None = None, **given) -> TrainConfig:
+        """The run's :class:`TrainConfig` at this objective's defaults (its variant's), with ``given`` changes; the
+        pooling the ``model`` folder's own where the objective trains with it (``ObjectiveSpec.config``)."""
+        return self.spec.config(self.spec.variant(self.settings()), model, **given)
 
     def card(self) -> tuple[str, str] | None:
-        """(title, description) of the checkpoint's model card (an objective with variants tells them apart); None:
-        the card's neutral ones, which name the kind (``formats/checkpoint.NEUTRAL_CARD``)."""
-        return (self.title, self.description) if self.title and self.description else None
+        """(title, sentence on what the run did) of the checkpoint's model card ("DefSent+ fine-tune"; an objective
+        with variants tells them apart); None: the card's neutral ones, which name the kind
+        (``formats/checkpoint.NEUTRAL_CARD``)."""
+        return None
 
     def encoder_start(self) -> tuple[int, str]:
         """The step from which the encoder trains (before it only the objective's modules do: a head warm-up), and
@@ -124,17 +142,15 @@ class Objective:
         return {}
 
     def settings(self) -> dict:
-        """The objective's own settings: recorded, and required equal on ``--resume``."""
-        return {}
-
-    #: the constraints of :meth:`settings`, by name (``constraints.py``): checked by :meth:`check`
-    constraints: ClassVar[dict[str, Constraint]] = {}
+        """The objective's own settings: recorded, and required equal on ``--resume``. By default each of its spec's
+        settings, read from the attribute of its name."""
+        return {name: getattr(self, name) for name in self.spec.settings}
 
     def check(self, config: TrainConfig) -> None:
         """Refuse settings that cannot run (one-line :class:`DefsentError`), before anything loads: by default
-        each of :meth:`settings` against :attr:`constraints` (an objective that ties settings together adds its
+        each of :meth:`settings` against its spec's constraints (an objective that ties settings together adds its
         rules after ``super().check(config)``)."""
-        check_all(self.settings(), self.constraints)
+        check_all(self.settings(), self.spec.constraints)
 
     def nm_refusal(self) -> str | None:
         """Why this objective takes no ``--nm-weight`` (None: it takes it, :attr:`nm`)."""
@@ -197,6 +213,7 @@ class Objective:
             "pooling": run.config.pooling,
             "train_pooling": run.config.pooling,
             "sentences": str(run.dictionary.resolve()),
+            f"training_{self.spec.item}s": len(run.data),
             **self.settings(),
             **run.dev_info(),
         }

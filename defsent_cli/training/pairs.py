@@ -30,18 +30,18 @@ import numpy as np
 import torch
 
 from .. import distributed
-from ..constraints import OneOf
 from ..encoder.head import PoolerHead
 from ..encoder.tokenize import to_device, tokenize
 from ..errors import DefsentError, count
 from ..formats.dictionary import seeded_sample
 from ..formats.pairs import read_scored_pairs
-from .config import PAIR_LOSSES, POSITIVE, TrainConfig
+from .config import PAIR_LOSSES, TrainConfig
 from .data import TrainingData
 from .forward import TrainForward, batch, forward
 from .loop import ObjectiveRun
 from .noise_matching import Noised
 from .objective import Objective, register
+from .specs import PAIRS
 
 
 def pair_loss(name: str):
@@ -61,21 +61,22 @@ def pair_loss(name: str):
 class Pairs(Objective):
     """A bi-encoder regression on scored pairs: cos(u, v) against the rescaled score."""
 
-    name, kind = "train-pairs", "pairs"  # name: who learns from the pairs, for the messages
+    spec = PAIRS  # its name: who learns from the pairs, for the messages
     unit = "pairs"
-    title = "bi-encoder trained on scored pairs"
-    description = (
-        "a bi-encoder trained on scored sentence pairs (SBERT): the cosine of the two sentences' vectors learns the "
-        "gold score."
-    )
     data_argument = "PAIRS"
     best_prefix = ""  # the kept-best weights are bare in the state, as they have always been
     freeze_pooler = True  # a bi-encoder pools the token states: the model's pooler is in no loss
-    constraints = {"loss": OneOf(PAIR_LOSSES), "max_score": POSITIVE}
     nm = True  # takes --nm-weight (forward.py): both sentences of each pair
 
-    def __init__(self, loss: str = "cosine", max_score: float = 5.0):
+    def __init__(self, loss: str = PAIRS.settings["loss"], max_score: float = PAIRS.settings["max_score"]):
         self.loss_name, self.max_score = loss, float(max_score)
+
+    def card(self) -> tuple[str, str]:
+        return (
+            "bi-encoder trained on scored pairs",
+            "a bi-encoder trained on scored sentence pairs (SBERT): the cosine of the two sentences' vectors learns "
+            "the gold score.",
+        )
 
     def settings(self) -> dict:
         return {"loss": self.loss_name, "max_score": self.max_score}

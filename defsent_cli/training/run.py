@@ -1,8 +1,8 @@
 """Running a training to a checkpoint folder: the work folder, resuming, writing, cleaning up.
 
-:func:`objective_fit` trains any registered objective (``definitions.Definitions``: ``defsent train``, one PST step,
-through :func:`train`; ``defsent tsdae``, ``defsent simcse``; :func:`pairs`: ``train-pairs``, ``teacher``) and hands
-the run to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
+:func:`objective_fit` trains any registered objective (``objective.OBJECTIVES``; every training command calls it
+through ``cli/loop_options.fit_objective``), at the objective's own defaults unless given a config, and hands the run
+to :func:`fit`, which owns ``OUTPUT.partial/`` and the checkpoint.
 """
 
 from __future__ import annotations
@@ -77,52 +77,29 @@ def _tracking(trainer: Loop, criterion: Criterion | None) -> Loop:
     return trainer
 
 
-def train(
-    dictionary: Path,
-    bank: Path,
-    base_model: Path,
-    output: Path,
-    config: TrainConfig,
-    resume: bool = False,
-    force: bool = False,
-    show_progress: bool | None = None,
-    data: Path | None = None,
-    nm: NoiseMatching | None = None,
-    **settings,
-) -> dict:
-    """Run one training step of PST (:class:`definitions.Definitions`, with its own ``settings``) and write the
-    checkpoint folder; returns its ``defsent.json``.
-
-    With ``config.eval_every`` the model is scored on ``config.eval_on`` (evaluation data under ``data``,
-    default ``$DEFSENT_DATA``) as it trains; see ``dev_eval.py``. Under torchrun every process calls this;
-    the inputs are validated before the process group opens, and every process resumes from the same state
-    (so OUTPUT must be on a file system all processes see).
-    """
-    from .definitions import Definitions
-
-    return objective_fit(
-        Definitions(bank, **settings), dictionary, base_model, output, config, resume, force, show_progress, data, nm
-    )
-
-
 def objective_fit(
     objective,
     data_file: Path,
     base_model: Path,
     output: Path,
-    config: TrainConfig,
+    config: TrainConfig | None = None,
     resume: bool = False,
     force: bool = False,
     show_progress: bool | None = None,
     data: Path | None = None,
     nm: NoiseMatching | None = None,
 ) -> dict:
-    """Train any :class:`objective.Objective` on ``data_file`` and write the encoder (``defsent tsdae``:
-    ``tsdae.Tsdae``, ``defsent simcse``: ``contrastive.Contrastive``); with ``config.eval_every`` it is scored on a
-    dev criterion as it trains (evaluation data under ``data``), as :func:`train`; ``nm``: the auxiliary +NM term
-    (``--nm-weight``)."""
+    """Train any :class:`objective.Objective` on ``data_file`` from ``base_model`` and write the checkpoint folder
+    ``output``; returns its ``defsent.json``. ``config``: the loop's settings (default: the objective's own,
+    ``objective.config(base_model)``, as its command's with no option given; a :class:`TrainConfig` made by hand
+    starts from the loop's neutral defaults). With ``config.eval_every`` the model is scored on ``config.eval_on``
+    as it trains (evaluation data under ``data``, default ``$DEFSENT_DATA``; ``dev_eval.py``); ``nm``: the auxiliary
+    +NM term (``--nm-weight``). The settings are checked before anything loads. Under torchrun every process calls
+    this and resumes from the same state (so ``output`` must be on a file system all processes see)."""
     from .loop import Loop
 
+    config = objective.config(base_model) if config is None else config
+    objective.check(config)  # before the output, the evaluation data and the model (the run checks it again)
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data, show_progress, *objective.dev_data(data_file))
     trainer = _tracking(Loop(objective, data_file, base_model, config, nm), criterion)
@@ -176,6 +153,7 @@ def fit(trainer: Loop, output: Path, work_dir: Path, resume: bool, force: bool, 
                     files=files,
                     sentence_transformer=trainer.sentence_transformer,
                     card=trainer.objective.card(),
+                    settings={**trainer.objective.settings(), **trainer.settings()},  # its own, and +NM's
                 )
         except BaseException as exc:
             kept = main and state_path.exists()
@@ -191,31 +169,3 @@ def fit(trainer: Loop, output: Path, work_dir: Path, resume: bool, force: bool, 
             shutil.rmtree(work_dir, ignore_errors=True)
         distributed.barrier()  # every process returns once the checkpoint is written
     return info
-
-
-def pairs(
-    pairs_file: Path,
-    base_model: Path,
-    output: Path,
-    config: TrainConfig,
-    resume: bool = False,
-    force: bool = False,
-    show_progress: bool | None = None,
-    data: Path | None = None,
-    loss: str = "cosine",
-    max_score: float = 5.0,
-    teacher: dict | None = None,
-    nm: NoiseMatching | None = None,
-) -> dict:
-    """A bi-encoder trained on the scored pairs of ``pairs_file`` (:class:`pairs.Pairs`), or with ``teacher``
-    (``arch``, ``special_tokens``) a Cross-Encoder / Cross-Bi-Encoder (:class:`teachers.Teacher`); writes the model.
-    ``config.eval_every="epoch"``: scored on ``config.eval_on`` after every epoch (the thesis's protocol)."""
-    from .pairs import Pairs
-    from .teachers import Teacher
-
-    if teacher and config.eval_every and config.eval_on == "sts-avg":
-        raise DefsentError(
-            "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
-        )
-    objective = Teacher(max_score=max_score, **teacher) if teacher is not None else Pairs(loss, max_score)
-    return objective_fit(objective, pairs_file, base_model, output, config, resume, force, show_progress, data, nm)

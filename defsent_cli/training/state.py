@@ -96,12 +96,13 @@ def _shown(value: Any) -> str:
 
 
 def _legacy_settings(doc: dict) -> dict:
-    """The run's own settings in a state saved before they had their place in the document: inside ``extra``
-    (simcse, train-pairs, teacher: its ``settings``; tsdae: ``extra`` itself)."""
+    """The run's own settings in a state saved before they had their place in the document: inside ``extra``, as
+    its ``settings``, or as ``extra`` itself where the objective's state document was its settings (plain values,
+    where a dev tracker's document holds lists)."""
     extra = doc.get("extra") or {}
     if "settings" in extra:
         return dict(extra["settings"])
-    if "deletion" in extra:  # tsdae (its NM settings there only with --nm-weight, as in settings())
+    if all(not isinstance(value, (dict, list)) for value in extra.values()):
         return dict(extra)
     return {}
 
@@ -111,10 +112,10 @@ def check_resume(doc: dict, trainer, path: Path) -> None:
     the run's settings, the loop's and the objective's, but :data:`RESUMABLE_CHANGES`, or one of the auxiliary
     terms'), or an input
     file differs (by SHA-256: another file, the same file edited, its lines in another order). Each difference is
-    named; the one place every resumable command (train, tsdae, simcse, train-pairs, teacher) checks this."""
+    named; the one place every resumable command (every registered objective's) checks this."""
     # every setting of the run, the loop's and the objective's (a state saved before issue 70 kept the objective's
-    # in "settings", DefSent+'s in "config", where a simcse run's config also said objective defsent-plus, which
-    # its settings override; one saved before either, in "extra")
+    # in "settings", DefSent+'s in "config", where another objective's run's config also said objective
+    # defsent-plus, which its settings override; one saved before either, in "extra")
     saved_aux = doc["settings"] if isinstance(doc.get("settings"), dict) else _legacy_settings(doc)
     saved = {**doc.get("config", {}), **saved_aux}
     mine, aux, defaults = trainer.run_settings(), trainer.settings(), asdict(TrainConfig())

@@ -29,16 +29,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..constraints import OneOf
 from ..encoder.encode import model_mask
 from ..encoder.tokenize import has_padding, on_device, to_device
 from ..encoder.tokenize import pad_id as padding_id
 from ..errors import DefsentError, count
-from .config import POSITIVE
+from .config import TrainConfig
 from .objective import register
 from .pairs import Pairs
+from .specs import TEACHER
 
-ARCHES = ("ce", "cbe")
+ARCHES = TEACHER.constraints["arch"].choices()
 
 
 class PairScorer:
@@ -166,11 +166,15 @@ class Teacher(Pairs):
     """A Cross-Encoder or Cross-Bi-Encoder trained on scored pairs: the :class:`Pairs` objective, another model and
     loss."""
 
-    name = kind = "teacher"
+    spec = TEACHER
     nm = False  # a teacher scores pairs; it encodes no single sentence for Noise Matching
-    constraints = {"arch": OneOf(ARCHES), "max_score": POSITIVE}
 
-    def __init__(self, arch: str = "ce", max_score: float = 5.0, special_tokens: bool = True):
+    def __init__(
+        self,
+        arch: str = TEACHER.settings["arch"],
+        max_score: float = TEACHER.settings["max_score"],
+        special_tokens: bool = TEACHER.settings["special_tokens"],
+    ):
         super().__init__(loss="cosine", max_score=max_score)
         self.arch, self.special_tokens = arch, special_tokens
         self.sentence_transformer = arch == "cbe"  # a CE folder is a sentence-transformers CrossEncoder instead
@@ -185,6 +189,13 @@ class Teacher(Pairs):
 
     def settings(self) -> dict:
         return {"arch": self.arch, "max_score": self.max_score, "special_tokens": self.special_tokens}
+
+    def check(self, config: TrainConfig) -> None:
+        super().check(config)
+        if config.eval_every and config.eval_on == "sts-avg":
+            raise DefsentError(
+                "--eval-on sts-avg scores sentence vectors, which a teacher has none of; use dev or stsb-dev"
+            )
 
     #: the model card's title and sentence, by architecture
     cards = {

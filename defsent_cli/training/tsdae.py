@@ -31,23 +31,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..constraints import OneOf
 from ..encoder.tokenize import pad_batch, pad_id, to_device, tokenize
 from ..errors import DefsentError, count
-from .config import (
-    DELETION,
-    DELETION_RULE,
-    DICTIONARY_SPLITS,
-    NON_NEGATIVE,
-    POSITIVE,
-    TEMPERATURE,
-    TSDAE_POOLINGS,
-    TrainConfig,
-)
+from .config import TrainConfig
 from .loop import ObjectiveRun
 from .noise_matching import NoiseMatching
 from .objective import Objective, register
 from .sentences import check_negatives, damage, sample_sentences, sentence_data
+from .specs import TSDAE
+
+_OWN = TSDAE.settings  # its settings' defaults: the spec's (the command's options read them there too)
 
 
 def sentence_transformer(transformer_dir: Path, pooling: str, device):
@@ -68,26 +61,26 @@ def sentence_transformer(transformer_dir: Path, pooling: str, device):
 class Tsdae(Objective):
     """The denoising auto-encoder: sentence-transformers' loss, its decoder trained beside the encoder."""
 
-    name = kind = "tsdae"
+    spec = TSDAE
     unit = "sentences"
-    title = "TSDAE fine-tune"
-    description = (
-        "TSDAE pre-training (Wang et al. 2021): the encoder learns to pool a sentence with 60% of its words deleted "
-        "into one vector from which a decoder rebuilds the sentence."
-    )
     one_process = True
-    constraints = {
-        "deletion": DELETION_RULE,
-        "split": OneOf(DICTIONARY_SPLITS),
-        "nm_weight": NON_NEGATIVE,
-        "temperature": POSITIVE,
-    }
 
     def __init__(
-        self, deletion: float = DELETION, split: str = "train", nm_weight: float = 0.0, temperature: float = TEMPERATURE
+        self,
+        deletion: float = _OWN["deletion"],
+        split: str = _OWN["split"],
+        nm_weight: float = _OWN["nm_weight"],
+        temperature: float = _OWN["temperature"],
     ):
         self.deletion, self.split, self.nm_weight, self.temperature = deletion, split, nm_weight, temperature
         self.nm_term = NoiseMatching(nm_weight, temperature, deletion) if nm_weight else None  # its InfoNCE
+
+    def card(self) -> tuple[str, str]:
+        return (
+            "TSDAE fine-tune",
+            "TSDAE pre-training (Wang et al. 2021): the encoder learns to pool a sentence with 60% of its words deleted "
+            "into one vector from which a decoder rebuilds the sentence.",
+        )
 
     def settings(self) -> dict:
         nm = {"nm_weight": self.nm_weight, "temperature": self.temperature} if self.nm_weight else {}
@@ -95,7 +88,7 @@ class Tsdae(Objective):
 
     def check(self, config: TrainConfig) -> None:
         super().check(config)
-        if config.pooling not in TSDAE_POOLINGS:
+        if config.pooling not in self.spec.poolings:
             raise DefsentError(f"tsdae pools with cls or mean, not {config.pooling!r}")
 
     def read(self, path: Path, config: TrainConfig) -> list[str]:
