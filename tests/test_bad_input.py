@@ -208,12 +208,12 @@ CASES = [
     Case("dict-stats not json", lambda w, o: ["dict-stats", w.texts], 2, "invalid JSON", lambda w: f"{w.texts}:1"),
     Case("dict-stats repeated entry", lambda w, o: ["dict-stats", w.bad["dupe"]], 2, "repeats line 1", lambda w: f"{w.bad['dupe']}:2"),
     Case("dict-stats undecodable", lambda w, o: ["dict-stats", w.bad["latin1"]], 2, "not valid utf-8", lambda w: w.bad["latin1"]),
-    Case("dict-stats tokenizer missing", lambda w, o: ["dict-stats", w.dictionary, "--tokenizer", w.missing], 2, "local folder", lambda w: w.missing),
+    Case("dict-stats tokenizer missing", lambda w, o: ["dict-stats", w.dictionary, "--tokenizer", w.missing], 2, "no such folder", lambda w: w.missing),
     # ------------------------------------------------------------------ embed-entries
     Case("embed-entries dictionary missing", lambda w, o: ["embed-entries", w.missing, "-m", w.bert, "-o", _o(o, "b.h5")], 2, "no such file", lambda w: w.missing),
     Case("embed-entries dictionary is a folder", lambda w, o: ["embed-entries", w.root, "-m", w.bert, "-o", _o(o, "b.h5")], 2, "folder", lambda w: w.root),
     Case("embed-entries repeated entry", lambda w, o: ["embed-entries", w.bad["dupe"], "-m", w.bert, "-o", _o(o, "b.h5")], 2, "repeats", lambda w: w.bad["dupe"]),
-    Case("embed-entries model missing", lambda w, o: ["embed-entries", w.dictionary, "-m", w.missing, "-o", _o(o, "b.h5")], 2, "local folder", lambda w: w.missing),
+    Case("embed-entries model missing", lambda w, o: ["embed-entries", w.dictionary, "-m", w.missing, "-o", _o(o, "b.h5")], 2, "no such folder", lambda w: w.missing),
     Case("embed-entries no tokenizer", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bad["no_tokenizer"], "-o", _o(o, "b.h5")], 2, "no tokenizer files", lambda w: w.bad["no_tokenizer"]),
     Case("embed-entries no weights", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bad["no_weights"], "-o", _o(o, "b.h5")], 2, "no model weights", lambda w: w.bad["no_weights"]),
     Case("embed-entries not h5", lambda w, o: ["embed-entries", w.dictionary, "-m", w.bert, "-o", _o(o, "b.npy")], 2, ".h5 suffix"),
@@ -894,8 +894,8 @@ def test_a_bad_pairs_or_dictionary_file_fails_before_torch_loads(name, argv, w):
 # ---------------------------------------------------------------------------- interrupted and crafted training state
 
 
-def _train_args(w, out: Path, *extra) -> list[str]:
-    args = ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", out, "-b", "1", "--epochs", "50"]
+def _train_args(w, out: Path, *extra, epochs: int = 50) -> list[str]:
+    args = ["train", w.dictionary, "--bank", w.bank, "-m", w.bert, "-o", out, "-b", "1", "--epochs", epochs]
     return [*DEFSENT, *map(str, [*args, *extra])]
 
 
@@ -921,7 +921,7 @@ def _interrupt_after(
     out, marker, stderr = work / "ckpt", tmp_path / "paused", tmp_path / "stderr.txt"
     env = {**ENV, "PAUSE_AFTER_STEP": str(steps), "PAUSE_MARKER": str(marker)}
     command = [sys.executable, str(Path(__file__).with_name("pause_after_step.py"))]
-    command += _train_args(w, out, "--epochs", "2", *extra)[len(DEFSENT) :]  # 20 steps of 1 definition
+    command += _train_args(w, out, *extra, epochs=2)[len(DEFSENT) :]  # 20 steps of 1 definition
     with open(stderr, "w") as errors:
         process = subprocess.Popen(command, env=env, stderr=errors, text=True)
     try:
@@ -968,7 +968,7 @@ def test_an_interrupt_after_a_save_keeps_the_state_and_it_is_never_dropped_silen
     assert again.returncode == 2 and "pass --resume" in again.stderr and "--force" in again.stderr
     assert state.is_file()
     resumed = run_bounded(
-        [*_train_args(w, out, "--epochs", "2"), "--resume"], DEADLINE, env=ENV, capture_output=True, text=True
+        [*_train_args(w, out, epochs=2), "--resume"], DEADLINE, env=ENV, capture_output=True, text=True
     )
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 2 of 20" in resumed.stderr  # the state of step 2 (saved every 2), not lost

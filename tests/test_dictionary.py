@@ -256,7 +256,7 @@ def test_single_token_roberta_uses_leading_space(tiny_roberta):
 
 
 def test_load_tokenizer_errors(tmp_path):
-    with pytest.raises(DefsentError, match="not a local folder"):
+    with pytest.raises(DefsentError, match="no such folder"):  # a path, not a Hub name
         models.load_tokenizer(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DefsentError, match="no config.json") as info:
@@ -441,7 +441,7 @@ def test_cli_build_dict_utf16_csv(cli, tmp_path):
         ('{"entry": "dog"}\n', ["--format", "jsonl"], "bad.txt:1: 'definitions'"),
         ("x\ty\n", ["--split", "0.9,0.9,0.1"], "--split"),
         ("x\ty\n", ["--format", "xml"], "'xml' is not one of"),
-        ("x\ty\n", ["--single-token", "/nonexistent/model"], "not a local folder"),
+        ("x\ty\n", ["--single-token", "/nonexistent/model"], "no such folder"),
     ],
 )
 def test_cli_bad_input_is_one_line(cli, tmp_path, content, args, message):

@@ -95,7 +95,7 @@ def test_matches_sentence_transformers(tiny_st):
 def test_not_a_model_folder_is_a_clear_error(tmp_path):
     with pytest.raises(DefsentError, match="not a transformers model folder"):
         load_model(tmp_path, "cpu")
-    with pytest.raises(DefsentError, match="local folder"):
+    with pytest.raises(DefsentError, match="no such folder"):  # a path, not a Hub name
         load_model(tmp_path / "bert-base-uncased", "cpu")
 
 
@@ -221,7 +221,7 @@ def test_cli_refuses_to_overwrite_and_bad_suffix(cli, tiny_bert, tmp_path):
 
 def test_cli_bad_model_and_pooling(cli, tmp_path, tiny_bert):
     result = cli("encode", "-m", tmp_path / "nope", input="a dog\n")
-    assert result.exit_code == 2 and "local folder" in result.stderr and "Traceback" not in result.stderr
+    assert result.exit_code == 2 and "no such folder" in result.stderr and "Traceback" not in result.stderr
     result = cli("encode", "-m", tiny_bert, "--pooling", "avg", input="a dog\n")
     assert result.exit_code == 2 and "'avg' is not one of 'cls'" in result.stderr
 

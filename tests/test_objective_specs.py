@@ -129,3 +129,14 @@ def test_a_train_config_alone_is_the_loops_neutral_defaults():
     # an objective's defaults differ from them where its reference does, and only there
     assert SPECS["tsdae"].config(lr=1e-3).lr == 1e-3 and SPECS["tsdae"].config().schedule == "constant"
     assert SPECS["train"].config("defsent").max_grad_norm == 0.0 and SPECS["train"].config().adam_eps == 1e-6
+
+
+def test_the_run_its_state_and_the_checkpoint_name_no_objective():
+    """Where the package needs every objective it asks the objective (its spec, its hooks): the run, the resumable
+    state and the checkpoint's writer know none by name."""
+    from conftest import REPO
+
+    for path in ("training/run.py", "training/state.py", "formats/checkpoint.py"):
+        text = (REPO / "defsent_cli" / path).read_text(encoding="utf-8").lower()
+        named = [word for word in ("tsdae", "simcse", "deletion", "contrastive") if word in text]
+        assert not named, f"{path} names {named}"

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import run_bounded
@@ -242,3 +243,27 @@ def test_the_page_says_when_the_bank_has_no_definitions(world, tmp_path):  # noq
     with serving(tmp_path, "-m", world["model"], "--bank", world["bank"], *TORCH_FP32) as server:
         page = http("GET", server.url + "/")[2]
         assert "No definitions are shown" not in page and "with their definitions" in page
+
+
+def test_serve_checks_its_index_before_it_listens_and_warns_of_options_without_effect(world, tmp_path):  # noqa: F811
+    import shutil
+
+    import h5py
+
+    damaged = Path(shutil.copy(world["index"], tmp_path / "damaged.h5"))
+    with h5py.File(damaged, "r") as h5:
+        start = h5["vectors"].id.get_offset()
+    with open(damaged, "r+b") as fh:
+        fh.seek(start + 8)
+        fh.write(b"\x7f\x7f\x7f\x7f" * 4)  # a few floats overwritten: huge values, still finite
+    command = [*DEFSENT, "serve", "-m", str(world["model"]), "--index", str(damaged), *TORCH_FP32, "--port", "0"]
+    done = run_bounded(command, 120, capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and str(damaged) in last
+    args = ["-m", world["model"], "--index", world["index"], *TORCH_FP32, "--similarity", "dot", "--exact"]
+    with serving(tmp_path, *args) as server:
+        assert http("GET", server.url + "/health")[0] == 200
+    said = server.stderr()
+    assert "--similarity has no effect: it scores --bank's entries, and no bank is served" in said
+    assert "no index is served" not in said  # --exact: an index is served (it has no graph: warned as such)

@@ -381,7 +381,8 @@ def test_a_killed_and_resumed_run_is_pinned(inputs, tiny_bert, tmp_path):
     """train killed (SIGKILL) after step 3 with state saved every 2 steps, then --resume: pinned as a whole run."""
     env = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}
     args = [*DEFSENT, "train", inputs["dictionary"], "--bank", inputs["bank"], "-m", tiny_bert, "-b", "4"]
-    args += ["--lr", "1e-3", *LOOP, "--save-every", "2", "--max-steps", "4", "--eval-every", "0"]
+    at = LOOP.index("--save-every")  # its own --save-every instead of LOOP's: an option given twice is refused
+    args += ["--lr", "1e-3", *LOOP[:at], *LOOP[at + 2 :], "--save-every", "2", "--max-steps", "4", "--eval-every", "0"]
     args = [str(a) for a in args]
     out = tmp_path / "out"
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py")), *args[3:]]

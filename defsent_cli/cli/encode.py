@@ -28,7 +28,7 @@ RECORDS = Group(
         "id_field": option(
             "--id-field",
             type=str | None,
-            help="With --field: each row's id in JSON outputs (default: the line number).",
+            help="With --field: each row's id in JSON outputs, each once (default: the line number).",
         ),
         "skip_blank": option("--skip-blank", type=bool, help="Skip blank lines instead of failing.", default=False),
     },

@@ -30,7 +30,9 @@ def index_command(
     model: Values = MODEL(without=BUDGET),
     records: Values = RECORDS(
         field=change(help="Read JSONL and index this string field of each object."),
-        id_field=change(help="With --field: each row's id (a string or a number; default: the line number)."),
+        id_field=change(
+            help="With --field: each row's id (a string or a finite number, each once; default: the line number)."
+        ),
     ),
     pooling: opt.Pooling = None,
     ann: Annotated[
