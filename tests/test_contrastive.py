@@ -145,7 +145,9 @@ def test_noise_matching_loss_and_which_pass_gets_the_gradient(side, nodrop, sent
     torch.nn.functional.cross_entropy(20 * qn @ kn.T, torch.arange(3)).backward()
     want = {n: p.grad for n, p in trainer.model.named_parameters() if p.grad is not None}
     assert got.keys() == want.keys()
-    assert all(torch.allclose(got[n], want[n], atol=1e-6, rtol=1e-4) for n in want)
+    # atol 1% of the largest gradient (5e-4): one pass of 6 rows against two of 3 round differently from one CPU to
+    # another (1.2e-6 seen); a wrong stop-gradient side differs by the gradient itself
+    assert all(torch.allclose(got[n], want[n], atol=5e-6, rtol=1e-4) for n in want)
 
 
 def test_noise_matching_damages_the_batch_as_tsdae_does(nodrop, sentences):
