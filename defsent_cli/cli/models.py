@@ -63,7 +63,8 @@ MODEL = Group(
             type=PrecisionName,
             help="fp32; tf32 (fp32 with TF32 matrix products on a CUDA GPU); fp16 or bf16 (half-precision weights, "
             "for GPUs, and bf16 for a CPU with AMX, 2.4x fp32 at its quality: docs/cpu.md; pooling in fp32); int8 "
-            "(dynamic quantization; needs --runtime onnx); auto: int8 on ONNX Runtime, fp16 on a GPU, else fp32 "
+            "(int8 weights, each token's activations on a scale of its own, so a text's vector does not depend on its "
+            "batch; ONNX Runtime); auto: int8 on ONNX Runtime, fp16 on a GPU, else fp32 "
             "(the same for every command: docs/cpu.md).",
             default=PrecisionName("fp32"),
             envvar="DEFSENT_PRECISION",

@@ -212,11 +212,11 @@ def quantize_rows(source: Path, target: Path) -> None:
     output is never below -0.17), three quarters of the range; a zero point of the row's own (``-min(x) / scale``)
     was more accurate still but needs a correction per row and column after the product (measured on
     all-MiniLM-L6-v2, mean 1 - cosine to fp32 over the STS-B test sentences: 8.4e-3 per batch as before,
-    4.6e-3 per row at 128, 2.7e-3 at 64, 1.7e-3 a row's own capped at 96, 9% slower than per batch against 3%
-    at 64: docs/cpu.md). On AVX2, without VNNI, uint8 x int8 products are summed in pairs into 16 bits and
-    saturate beyond 32,767; a small zero point keeps the near-zero entries' uint8 values small (64 measured as
-    accurate as a uint8 x uint8 graph, which cannot saturate). The embedding tables and the attention products
-    stay fp32. Every step is a standard ONNX operator but ``MatMulIntegerToFloat`` (ONNX Runtime's
+    4.6e-3 per row at 128, 2.7e-3 at 64, 1.7e-3 a row's own capped at 96, whose correction took about 6% more
+    time than the zero point 64, itself 6-7% slower than per batch: docs/cpu.md). On AVX2, without VNNI,
+    uint8 x int8 products are summed in pairs into 16 bits and saturate beyond 32,767; a small zero point keeps
+    the near-zero entries' uint8 values small (64 measured as accurate as a uint8 x uint8 graph, which cannot
+    saturate). The embedding tables and the attention products stay fp32. Every step is a standard ONNX operator but ``MatMulIntegerToFloat`` (ONNX Runtime's
     ``com.microsoft`` domain, in its CPU provider since 1.8).
     """
     import onnx

@@ -9,7 +9,8 @@ Inference (``encode``, ``embed-entries``, the evaluations; ``--precision``):
   sentence-transformers' ``model.half()`` / ``model_kwargs={"torch_dtype": ...}``; the pooled vectors are
   computed from the states upcast to float32. Meant for GPUs, and for CPUs with AMX (bf16 matrix tiles),
   where bf16 runs as fast as int8 at fp32's quality; on other CPUs bf16 runs slowly.
-- ``int8``: ONNX Runtime's dynamic quantization (``--runtime onnx``; ``onnx_runtime.py``).
+- ``int8``: ONNX Runtime on integers (``--runtime onnx``; ``onnx_runtime.quantize_rows``): int8 weights, each
+  token's activations quantized with a scale of its own, so a text's vector does not depend on its batch.
 - ``auto``: the fastest here, one meaning for every command that encodes (:func:`choose_runtime`): on a CUDA GPU
   torch in fp16; on a CPU ONNX Runtime in int8 when it is installed, else torch fp32 (with ``--runtime torch``
   named: fp16 on a GPU, fp32 on a CPU; with ``--runtime onnx``: int8). ``serve`` defaults to ``auto``; the other
