@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import CORPUS
 from test_serve import http, serving
 
 TEXT = "two men are playing guitar on the street"
@@ -28,18 +29,7 @@ SHORT = "a giraffe"
 LONG = " ".join(["a long-necked african animal, the giraffe, lives in the park and eats leaves"] * 14)
 COSINE, DIFFERENCE = 0.9999, 2e-3  # the tolerance: what bf16 shows on all-MiniLM-L6-v2
 CASES = [("torch", "fp32"), ("torch", "tf32"), ("torch", "fp16"), ("torch", "bf16"), ("onnx", "fp32"), ("onnx", "int8")]
-INDEXED = [
-    "a long-necked african animal",
-    "give new life or vigor to",
-    "the act of running quickly",
-    "a domesticated carnivorous mammal kept as a pet",
-    "a feeling of great happiness",
-    "having the necessary means or skill to do something",
-    "this sentence means something about a dog and a cat",
-    "an animal that lives in water and swims with fins",
-    "two men are playing guitar on the street",
-    "a woman is slicing an onion in the kitchen",
-]
+INDEXED = CORPUS  # conftest's ten sentences
 
 
 def outlier(folder: Path) -> Path:

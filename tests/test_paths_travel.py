@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, run_bounded
+from test_serve import DEFSENT, TORCH_FP32
 
-DEFSENT = [sys.executable, "-m", "defsent_cli"]
-TORCH_FP32 = ["--runtime", "torch", "--precision", "fp32", "--device", "cpu"]
 ENTRIES = {
     "piglet": "a baby pig",
     "giraffe": "a long-necked african animal",
