@@ -552,3 +552,17 @@ def without_dropout(model: Path, folder: Path) -> Path:
     config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     (folder / "config.json").write_text(json.dumps(config))
     return folder
+
+
+def without_option(args: list, flag: str) -> list:
+    """``args`` with ``flag`` and its value left out: a test that sets an option a shared list already sets (an
+    option given twice is refused, cli/boundary.py)."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif str(arg) == flag:
+            skip = True
+        else:
+            out.append(arg)
+    return out

@@ -305,7 +305,7 @@ def test_texts_given_twice_reads_both_files_in_order(cli, tiny_dict, tiny_bert, 
     assert cli(*args, "--texts", both, "-o", tmp_path / "one.h5").exit_code == 0
     (two, attrs), (one, _) = _bank(tmp_path / "two.h5"), _bank(tmp_path / "one.h5")
     np.testing.assert_allclose(two, one, atol=1e-6)
-    assert attrs["texts"] == f"{first}\n{second}"
+    assert attrs["texts"] == "./a.txt\n./b.txt"  # recorded relative to the bank (docs/formats.md, recorded paths)
     assert attrs["texts_sha256"] == f"{sha256_file(first)}\n{sha256_file(second)}"
     assert (attrs["texts_lines"], attrs["entries_from_texts"]) == (4, 2)
     # a file of several that mentions nothing is named

@@ -15,7 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CORPUS, DEFSENT, TORCHRUN_ENV, max_weight_diff, run_torchrun_test, torchrun, without_dropout
+from conftest import (
+    CORPUS,
+    DEFSENT,
+    TORCHRUN_ENV,
+    max_weight_diff,
+    run_torchrun_test,
+    torchrun,
+    without_dropout,
+    without_option,
+)
 
 from defsent_cli.evaluation import bank_search
 from defsent_cli.formats.bank import BANK_FORMAT, Bank, open_bank, write_bank
@@ -94,7 +103,7 @@ def test_a_killed_sharded_run_resumes_replicated(runs, tmp_path):
     ends at the weights of the uninterrupted one-process run."""
     out = tmp_path / "killed"
     killer = torchrun(2, str(Path(__file__).with_name("kill_after_step.py")))
-    args = [*runs["args"], "--save-every", "2", "-o", out]
+    args = [*without_option(runs["args"], "--save-every"), "--save-every", "2", "-o", out]
     run = run_torchrun_test([*killer, *args, "--shard-bank"], env={**TORCHRUN_ENV, "KILL_AFTER_STEP": "5"})
     assert run.returncode != 0 and not out.exists()
     resumed = run_torchrun_test([*torchrun(2), *args, "--no-shard-bank", "--resume"])
@@ -125,7 +134,8 @@ def test_eval_dict_under_torchrun_equals_one_process(runs, tmp_path):
 
 
 def test_shard_bank_in_one_process_warns_and_trains_as_usual(cli, runs, tmp_path):
-    result = cli(*runs["args"], "--max-steps", "1", "--eval-every", "0", "--shard-bank", "-o", tmp_path / "o")
+    args = [*without_option(runs["args"], "--eval-every"), "--max-steps", "1", "--eval-every", "0", "--shard-bank"]
+    result = cli(*args, "-o", tmp_path / "o")
     assert result.exit_code == 0, result.stderr
     assert "warning: --shard-bank has no effect in one process" in result.stderr
     assert _info(tmp_path / "o")["bank_sharded"] is False
