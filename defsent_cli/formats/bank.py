@@ -297,11 +297,17 @@ class BankFile(BankHeader):
         return self.part(dtype=dtype)
 
 
-def _refuse_written(vectors: np.ndarray, entries) -> None:
-    """A bank is never written with a NaN or infinite row: the first one's entry is named."""
+def nonfinite_rows(vectors) -> np.ndarray:
+    """The numbers of the rows of a matrix that hold a NaN or an infinity (an empty array when none do)."""
     import numpy as np
 
-    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1)) if vectors.size else ()
+    vectors = np.asarray(vectors)
+    return np.flatnonzero(~np.isfinite(vectors).all(axis=1)) if vectors.size else np.zeros(0, dtype=np.int64)
+
+
+def _refuse_written(vectors: np.ndarray, entries) -> None:
+    """A bank is never written with a NaN or infinite row: the first one's entry is named."""
+    bad = nonfinite_rows(vectors)
     if len(bad):
         raise DefsentError(
             f"the vector of entry {entries[int(bad[0])]!r} is NaN or infinite ({len(bad):,} such row(s)): the model "

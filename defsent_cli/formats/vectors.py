@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import DefsentError
 from ..io import hdf5_output, is_stdout, json_text, text_output, write_bytes, write_stdout
-from .bank import open_bank
+from .bank import nonfinite_rows, open_bank
 from .dictionary import seeded_sample
 
 VECTOR_SUFFIXES = (".npy", ".h5", ".hdf5", ".jsonl", ".json")
@@ -78,7 +78,7 @@ def refuse_nonfinite(
     """The vectors of texts (``what``: or queries) ``start``, ``start + 1``, ... as a model gave them: one that is
     NaN or infinite is an error naming the text's input line (``where[i]``: its file and line), else its number;
     nothing is written."""
-    bad = np.flatnonzero(~np.isfinite(np.asarray(vectors)).all(axis=1)) if np.size(vectors) else ()
+    bad = nonfinite_rows(vectors)
     if not len(bad):
         return
     row = start + int(bad[0])

@@ -63,10 +63,6 @@ class Engine:
     def dim(self) -> int:
         return int(self.loaded.dim)
 
-    def tokens(self, texts: list[str]) -> list[int]:
-        """Tokens the model reads for each text (special tokens included, after truncation)."""
-        return self.measure(texts, truncate=True)
-
     def measure(self, texts: list[str], truncate: bool = False) -> list[int]:
         """Tokens the model reads for each text (special tokens included); a text longer than the model's window is
         :class:`TooLong` unless ``truncate`` (then it counts the window). Runs on the measuring thread."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import __version__, distributed
 from ..errors import DefsentError
-from ..formats.bank import BANK_FORMAT, BankFile, open_bank
+from ..formats.bank import BANK_FORMAT, BankFile, nonfinite_rows, open_bank
 from ..formats.index import INDEX_FORMAT, IndexFile, file_format, index_output, open_index
 from ..formats.vectors import refuse_nonfinite
 from ..log import note, warn
@@ -195,7 +195,7 @@ class Collection:
         """The queries' vectors, as they are scored (unit length for cosine); a query whose vector is NaN or
         infinite is an error naming it (its number among the queries)."""
         vectors = np.asarray(self.encode_queries(list(queries)), dtype=np.float32)
-        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1)) if vectors.size else ()
+        bad = nonfinite_rows(vectors)
         if len(bad):
             raise DefsentError(
                 f"query {int(bad[0]) + 1:,} ({str(queries[int(bad[0])])[:60]!r}): the model gives NaN or infinite "
