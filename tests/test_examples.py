@@ -14,8 +14,15 @@ from conftest import skip_without
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_script(script: str, *args, data: Path | None = None, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", DEFSENT_NO_PROGRESS="1")
+def run_script(
+    script: str, *args, data: Path | None = None, cwd: Path, stub: Path | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``examples/SCRIPT ARGS`` with this venv's ``defsent`` first on PATH (or, with ``stub``, the stand-in
+    of :func:`stub_defsent`, which logs its calls to STUB/calls.log)."""
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    env = dict(os.environ, PATH=f"{stub}:{path}" if stub else path, DEFSENT_NO_PROGRESS="1")
+    if stub is not None:
+        env["STUB_LOG"] = str(stub / "calls.log")
     if data is not None:
         env["DEFSENT_DATA"] = str(data)
     return subprocess.run(
@@ -45,38 +52,42 @@ def kill_in_step_2(*args, data: Path) -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_pst_two_steps_two_seeds_then_rerun_skips(tiny_bert, tiny_dict, mini, tmp_path):
+    """Two PST steps of two seeds each, with --no-eval: a step's evaluation (eval-sts, eval-dict, inspect) and
+    its rerun are test_pst_eval_every_and_merge's, on one seed."""
     out = tmp_path / "pst"
     args = ["--model", tiny_bert, "--dict", tiny_dict, "--out", out, "--seeds", "1 2", "--steps", "2"]
-    args += ["--by", "dict-dev", "--pooler", "none", "--lr", "1e-3", "--eval-tasks", "STS-B,SICK-R"]
+    args += ["--by", "dict-dev", "--pooler", "none", "--lr", "1e-3", "--no-eval"]
     first = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
     for step in (1, 2):
         folder = out / f"step-{step}"
-        for name in ("bank.h5", "seed-1", "seed-2", "ranking.json", "sts.json", "dict-test.json", "space.png"):
+        for name in ("bank.h5", "seed-1", "seed-2", "ranking.json"):
             assert (folder / name).exists(), f"step-{step}/{name} missing"
         assert (folder / "best").is_symlink()
+        assert not (folder / "sts.json").exists()  # --no-eval
     # step 2's bank comes from step 1's best, and every step trains a fresh copy of the base model
     commands = [line for line in first.stderr.splitlines() if line.startswith("+ defsent ")]
     assert any(c.startswith("+ defsent embed-entries") and f"--model {out / 'step-1' / 'best'} " in c for c in commands)
     trains = [c for c in commands if c.startswith("+ defsent train")]
     assert len(trains) == 4 and all(f"--model {tiny_bert} " in c for c in trains)
     stages = (out / "times.tsv").read_text().splitlines()
-    assert len(stages) == 2 * (1 + 2 + 3)  # per step: embed-entries, 2 trains, eval-sts, eval-dict, inspect
+    assert len(stages) == 2 * (1 + 2)  # per step: embed-entries, 2 trains
 
     again = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
-    assert again.returncode == 0 and "+ defsent train" not in again.stderr and "embed-entries" not in again.stderr
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun, select-best neither
     assert len((out / "times.tsv").read_text().splitlines()) == len(stages)
 
     # a variant of the last step (--start-from) shares steps 1..STEPS-1 and the last step's plain bank
     variant = tmp_path / "variant"
     args = [*args[: args.index("--out")], *args[args.index("--out") + 2 :], "--out", variant]
-    result = run_script("pst.sh", *args, "--seeds", "1 3", "--start-from", out, "--no-eval", data=mini, cwd=tmp_path)
+    result = run_script("pst.sh", *args, "--seeds", "3", "--start-from", out, data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    # only the last step trains (its two seeds); the shared step 1 is used as it is, never trained into
-    assert "embed-entries" not in result.stderr and result.stderr.count("+ defsent train") == 2
+    # only the last step trains (its seed); the shared step 1 is used as it is, never trained into
+    assert "embed-entries" not in result.stderr and result.stderr.count("+ defsent train") == 1
     assert not list((out / "step-1").glob("seed-3*")) and (variant / "step-2" / "seed-3").is_dir()
     assert (variant / "step-1").is_symlink() and (variant / "step-2" / "bank.h5").is_symlink()
     assert (variant / "step-2" / "bank.h5").resolve() == (out / "step-2" / "bank.h5").resolve()
+    assert (variant / "step-2" / "best").resolve() == (variant / "step-2" / "seed-3").resolve()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
@@ -144,7 +155,11 @@ def test_scripts_explain_themselves_with_help(script, tmp_path):
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch):
-    """examples/tuned.sh: seeds of a variant, their WiSE-FT merges and a greedy soup, each evaluated."""
+    """examples/tuned.sh: seeds of a variant and their WiSE-FT merges, each evaluated, then a greedy soup of the
+    seeds. First the base alone (SEEDS="") with every evaluation (EVALS: test STS, dev, the reverse dictionary),
+    then the seeds and merges with the two tuned_tables.py needs, then the soup (SOUPS) unevaluated (EVALS=""):
+    each eval line of the script runs for real, none again for nothing (a model's evaluation is one function,
+    whatever the model)."""
     import json
 
     import numpy as np
@@ -160,24 +175,42 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch)
     bank = tmp_path / "bank.h5"
     assert cli("embed-entries", dictionary, "-m", tiny_bert, "--kind", "AC", "-o", bank).exit_code == 0
     out = tmp_path / "tuned"
-    env = {"MODEL": str(tiny_bert), "DICT": str(dictionary), "BANK": str(bank), "SEEDS": "1 2", "LIMIT": "16"}
-    env |= {"EVAL_EVERY": "1", "SOUPS": "cosine", "STS_TASKS": "STS12,STS-B,SICK-R", "LR": "1e-3"}
-    env |= {"CLUSTER_MODELS": "base cosine/seed-2", "CLUSTER": "agnews"}
+    env = {"MODEL": str(tiny_bert), "DICT": str(dictionary), "BANK": str(bank), "SEEDS": "", "LIMIT": "16"}
+    env |= {"EVAL_EVERY": "1", "STS_TASKS": "STS12,STS-B,SICK-R", "LR": "1e-3"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    base = run_script("tuned.sh", out, "cosine", data=more, cwd=tmp_path)
+    assert base.returncode == 0, base.stderr[-3000:]
+    assert [line.split("\t")[0] for line in (out / "times.tsv").read_text().splitlines()] == [
+        f"base/base eval-{kind}" for kind in ("sts", "dev", "dict")
+    ]
+    assert not list((out / "cosine").iterdir())  # SEEDS="": the base only
+
+    env = {"SEEDS": "1 2", "EVALS": "sts dev", "CLUSTER_MODELS": "base cosine/seed-2", "CLUSTER": "agnews"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     result = run_script("tuned.sh", out, "cosine", data=more, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("base/base", "cosine/seed-1", "cosine/seed-2", "cosine/wise-1", "cosine/wise-2", "cosine/soup"):
-        for kind in ("sts", "dev", "dict"):
+    monkeypatch.setenv("SOUPS", "cosine")
+    monkeypatch.setenv("EVALS", "")
+    souped = run_script("tuned.sh", out, "cosine", data=more, cwd=tmp_path)
+    assert souped.returncode == 0, souped.stderr[-3000:]
+    assert [c.split()[2] for c in souped.stderr.splitlines() if c.startswith("+ defsent ")] == ["merge"]  # the soup
+    times = (out / "times.tsv").read_text().splitlines()
+    assert len([line for line in times if line.startswith("base/base ")]) == 3  # the first run's: none again
+    for name in ("cosine/seed-1", "cosine/seed-2", "cosine/wise-1", "cosine/wise-2"):
+        for kind in ("sts", "dev"):
             assert (out / f"{name}-{kind}.json").is_file(), f"{name}-{kind}.json missing"
+        assert not (out / f"{name}-dict.json").exists()  # not in EVALS
+    assert not list((out / "cosine").glob("soup-*.json"))  # EVALS=""
     info = json.loads((out / "cosine" / "seed-1" / "defsent.json").read_text())
     assert info["config"]["logits"] == "cosine" and info["config"]["scale"] == 20 and info["eval_on"] == "dev"
     wise = json.loads((out / "cosine" / "wise-1" / "defsent.json").read_text())
     assert len(wise["alpha_curve"]) == 11 and wise["selected_score"] >= wise["alpha_curve"][0][1]
     soup = json.loads((out / "cosine" / "soup" / "defsent.json").read_text())
     assert soup["method"] == "greedy" and len(soup["greedy"]) == 2
-    stages = (out / "times.tsv").read_text()
-    assert "cosine train seed 2" in stages and "cosine soup" in stages
+    assert any(line.startswith("cosine train seed 2\t") for line in times)
+    assert any(line.startswith("cosine soup\t") for line in times)
     for name in ("base", "cosine/seed-2"):  # CLUSTER_MODELS: eval-cluster on the named models only
         clustered = json.loads((out / f"{name}-cluster.json").read_text())
         assert list(clustered["tasks"]) == ["agnews"] and 0 < clustered["tasks"]["agnews"]["acc"] <= 100
@@ -201,36 +234,57 @@ def test_tuned_plan_on_a_tiny_model(cli, tiny_bert, more, tmp_path, monkeypatch)
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_pst_eval_every_and_merge(tiny_bert, tiny_dict, mini, tmp_path):
+    """--merge: each step's best merged with the base is the step's model (evaluated, and the next step's bank
+    encoder). Step 1 alone, evaluated (eval-sts, eval-dict on the test split, inspect); then the run taken on to
+    step 2 (--steps 2 --no-eval: step 1 is kept as it is); a rerun runs nothing. One seed: the choice among seeds
+    is test_pst_two_steps_two_seeds_then_rerun_skips'."""
     import json
 
     out = tmp_path / "pst"
-    args = ["--model", tiny_bert, "--dict", tiny_dict, "--out", out, "--seeds", "1 2", "--steps", "2", "--by", "dev"]
+    args = ["--model", tiny_bert, "--dict", tiny_dict, "--out", out, "--seeds", "1", "--by", "dev"]
     args += ["--pooling", "mean", "--pooler", "none", "--lr", "1e-3", "--eval-every", "1", "--merge"]
     args += ["--eval-tasks", "STS-B,SICK-R", "--train-args", "--logits cosine --scale 10"]
-    result = run_script("pst.sh", *args, data=mini, cwd=tmp_path)
+    result = run_script("pst.sh", *args, "--steps", "1", data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    step1 = out / "step-1"
+    for name in ("sts.json", "dict-test.json", "space.json", "space.png", "ranking.json"):
+        assert (step1 / name).exists(), f"step-1/{name} missing"
+    assert json.loads((step1 / "sts.json").read_text())["model"].endswith("merged")
+    assert json.loads((step1 / "dict-test.json").read_text())["split"] == "test"
+    stages = (out / "times.tsv").read_text().splitlines()
+    assert len(stages) == 1 + 1 + 1 + 3  # embed-entries, train, merge, eval-sts, eval-dict, inspect
+
+    more = run_script("pst.sh", *args, "--steps", "2", "--no-eval", data=mini, cwd=tmp_path)
+    assert more.returncode == 0, more.stderr[-3000:]
+    commands = [line.split()[2] for line in more.stderr.splitlines() if line.startswith("+ defsent ")]
+    assert commands == ["embed-entries", "train", "select-best", "merge"]  # step 2 alone
+    # step 2's bank is embedded by step 1's merged model
+    assert f"embed-entries {tiny_dict} --model {out / 'step-1' / 'merged'} " in more.stderr
+    assert not (out / "step-2" / "sts.json").exists()
     for step in (1, 2):
         merged = json.loads((out / f"step-{step}" / "merged" / "defsent.json").read_text())
         assert merged["kind"] == "merge" and merged["select"] == "dev" and len(merged["alpha_curve"]) == 11
         info = json.loads((out / f"step-{step}" / "seed-1" / "defsent.json").read_text())
         assert info["config"]["logits"] == "cosine" and info["config"]["scale"] == 10 and "eval_curve" in info
-        assert json.loads((out / f"step-{step}" / "sts.json").read_text())["model"].endswith("merged")
-    # step 2's bank is embedded by step 1's merged model
-    assert f"embed-entries {tiny_dict} --model {out / 'step-1' / 'merged'} " in result.stderr
+    stages = (out / "times.tsv").read_text().splitlines()
+    again = run_script("pst.sh", *args, "--steps", "1", data=mini, cwd=tmp_path)
+    assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun: training, merge, evaluation
+    assert len((out / "times.tsv").read_text().splitlines()) == len(stages)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
-    """examples/more_evals.sh: clustering, the added transfer tasks and the geometry for toolbox rows and for
-    two checkpoints (mean ± sd), JSON per run, wall times, a table; a rerun skips finished runs."""
+    """examples/more_evals.sh: clustering, the added transfer tasks and the geometry for a toolbox row and for
+    two checkpoints (mean ± sd), JSON per run, wall times, a table; a rerun skips finished runs. One row (each
+    row is the same three commands with its options)."""
     import json
     import shutil
 
     for i in (1, 2):
         shutil.copytree(tiny_bert, tmp_path / f"ckpt-{i}")
     out = tmp_path / "out"
-    env = {"ROWS": "mean t4-idf-whiten", "TASKS": "SICK-E,STS-B-5", "CONFIG": "prototyping", "RUNS": "2", "LIMIT": "5"}
+    env = {"ROWS": "t4-idf-whiten", "TASKS": "SICK-E,STS-B-5", "CONFIG": "prototyping", "RUNS": "2", "LIMIT": "5"}
     env["CLUSTER"] = "agnews,tweet"
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -239,10 +293,10 @@ def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
     assert result.returncode == 0, result.stderr[-3000:]
     times = (out / "times.tsv").read_text().splitlines()
     assert [tuple(line.split("\t")[:2]) for line in times] == [
-        (e, r) for r in ("mean", "t4-idf-whiten", "checkpoint") for e in ("cluster", "senteval", "inspect")
+        (e, r) for r in ("t4-idf-whiten", "checkpoint") for e in ("cluster", "senteval", "inspect")
     ]
-    assert "--pooling prompt-avg --template T4 --weighting idf --post whiten" in times[3]
-    cluster = json.loads((out / "cluster" / "mean.json").read_text())
+    assert all("--pooling prompt-avg --template T4 --weighting idf --post whiten" in line for line in times[:3])
+    cluster = json.loads((out / "cluster" / "t4-idf-whiten.json").read_text())
     assert cluster["seeds"] == [0, 1] and cluster["tasks"]["agnews"]["n"] == 5
     both = json.loads((out / "senteval" / "checkpoint.json").read_text())
     assert both["n_runs"] == 2 and "STS-B-5" in both["summary"]["tasks"]
@@ -257,8 +311,9 @@ def test_more_evals_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
-    """examples/augsbert.sh: teacher, sampled pairs, labels, KDE filter, student on gold + silver and on gold
-    alone, STS on all pairs and with the training pairs left out; a rerun skips every stage."""
+    """examples/augsbert.sh: teacher, sampled pairs, labels, KDE filter, student on gold + silver (GOLD_ONLY=0: not
+    on gold alone), STS on all pairs and with the training pairs left out; a rerun skips every stage. The teacher
+    was killed after a saved state (a session that ended mid-run): the chain resumes it."""
     skip_without("bm25s", "the [augment] extra: the script samples --strategy random,bm25")
     import json
 
@@ -269,12 +324,16 @@ def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
     pool = tmp_path / "pool.txt"
     pool.write_text("".join(f"{line} again\n" for line in CORPUS))
     env = {"ARCH": "cbe", "STRATEGY": "random,bm25", "K": "2", "METHOD": "kde", "MODEL": str(tiny_bert)}
-    env.update(STS_TASKS="STS-B", TRAIN_ARGS="--epochs 1 --eval-every 0", GOLD_ONLY="0")
+    env.update(STS_TASKS="STS-B", TRAIN_ARGS="--epochs 2 --eval-every 0", GOLD_ONLY="0")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     out = tmp_path / "out"
+    out.mkdir()
+    teacher_args = ["teacher", gold, "-m", tiny_bert, "--arch", "cbe", "--seed", "1", "--epochs", "2"]
+    kill_in_step_2(*teacher_args, "--eval-every", "0", "-o", out / "teacher", data=mini)
     result = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "resuming from step 1 of 2" in result.stderr and not (out / "teacher.partial").exists()
     teacher = json.loads((out / "teacher" / "defsent.json").read_text())
     assert teacher["kind"] == "teacher" and teacher["arch"] == "cbe"
     silver = (out / "silver.tsv").read_text().splitlines()
@@ -289,21 +348,13 @@ def test_augsbert_chain_on_a_tiny_model(tiny_bert, mini, tmp_path, monkeypatch):
     again = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
 
-    # a teacher killed after a saved state (a session that ended mid-run): the rerun resumes it
-    shutil.rmtree(out / "teacher")
-    teacher = ["teacher", gold, "-m", tiny_bert, "--arch", "cbe", "--seed", "1", "--epochs", "2", "--eval-every", "0"]
-    kill_in_step_2(*teacher, "-o", out / "teacher", data=mini)
-    monkeypatch.setenv("TRAIN_ARGS", "--epochs 2 --eval-every 0")
-    resumed = run_script("augsbert.sh", out, gold, pool, data=mini, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming from step 1 of 2" in resumed.stderr and (out / "teacher" / "defsent.json").is_file()
-
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, monkeypatch):
     """examples/stsb_pairs.sh supervised: the bi-encoder and a teacher (CBE) on STS-B train, its scores of
-    STS-B test, one STS pass per student (clean + all pairs); pairs_tables.py reads them back."""
+    STS-B test, one STS pass per student (clean + all pairs); pairs_tables.py reads them back. The student was
+    killed after a saved state (a session that ended mid-run): the stage resumes it."""
     import json
 
     from conftest import write
@@ -316,15 +367,21 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, m
     ]
     write(bench / "sts-train.csv", rows)
     monkeypatch.setenv("SEEDS", "7")
-    monkeypatch.setenv("EPOCHS", "1")
+    monkeypatch.setenv("EPOCHS", "2")
     monkeypatch.setenv("TEACHERS", "cbe")
     monkeypatch.setenv("MODEL", str(tiny_bert))
     monkeypatch.setenv("STS_TASKS", "STS-B,SICK-R")
     out = tmp_path / "out"
+    student = out / "supervised" / "bi-7"
+    student.parent.mkdir(parents=True)
+    student_args = ["train-pairs", bench / "sts-train.csv", "-m", tiny_bert, "--epochs", "2", "--seed", "7"]
+    kill_in_step_2(*student_args, "-o", student, data=mini)
     result = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "resuming from step 1 of 2" in result.stderr and not (out / "supervised" / "bi-7.partial").exists()
     clean = json.loads((out / "supervised" / "bi-7-clean.json").read_text())
     assert clean["tasks"]["STS-B"]["excluded"] == 1 and clean["all_pairs"]["tasks"]["STS-B"]["n"] == 5
+    assert json.loads((student / "defsent.json").read_text())["training_pairs"] == 6
     info = json.loads((out / "supervised" / "cbe-7" / "defsent.json").read_text())
     assert (info["kind"], info["arch"], info["training_pairs"]) == ("teacher", "cbe", 6)
     assert len((out / "supervised" / "cbe-7-test.tsv").read_text().splitlines()) == 5
@@ -332,24 +389,11 @@ def test_stsb_pairs_supervised_stage_and_its_tables(tiny_bert, mini, tmp_path, m
     tables = run_table("pairs_tables.py", out, "--data", mini)
     lines = tables.splitlines()
     assert any(line.startswith("| CBE | ") and line.endswith(" | 1 |") for line in lines), tables
-    student = next(line for line in lines if line.startswith("| bi-encoder, STS-B train |"))
+    row = next(line for line in lines if line.startswith("| bi-encoder, STS-B train |"))
     # the STS-B test cell of the student row is its clean run's all-pairs figure
-    assert student.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
+    assert row.split(" | ")[1] == f"{clean['all_pairs']['tasks']['STS-B']['spearman']:.2f}"
     again = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
-
-    # a student killed after a saved state (a session that ended mid-run): the rerun resumes it
-    student = out / "supervised" / "bi-7"
-    shutil.rmtree(student)
-    for suffix in ("clean", "dev"):
-        (out / "supervised" / f"bi-7-{suffix}.json").unlink()
-    student_args = ["train-pairs", bench / "sts-train.csv", "-m", tiny_bert, "--epochs", "2", "--seed", "7"]
-    kill_in_step_2(*student_args, "-o", student, data=mini)
-    monkeypatch.setenv("EPOCHS", "2")
-    resumed = run_script("stsb_pairs.sh", out, "supervised", data=mini, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming from step 1 of 2" in resumed.stderr and (out / "supervised" / "bi-7-clean.json").is_file()
-    assert not (out / "supervised" / "bi-7.partial").exists() and "+ defsent teacher" not in resumed.stderr
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
@@ -358,7 +402,8 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     """examples/stsb_pairs.sh semi: a seeded gold sample of STS-B train, a teacher on it, silver pairs labelled
     and KDE-filtered, students on gold + silver; its JSON and teacher TSV files alone (no checkpoints, no
     silver) are a finished record: a rerun from them does nothing and makes the same tables, and a new
-    strategy trains the teacher again and draws only the pairs it needs."""
+    strategy trains the teacher again and draws only the pairs it needs (the commands of that last run go to a
+    stand-in defsent: each of them has run for real before it, and what they are is the script's choice)."""
     skip_without("bm25s", "the [augment] extra: the union strategy samples bm25 pairs")
     import json
 
@@ -436,13 +481,19 @@ def test_stsb_pairs_semi_stage_carries_its_results_to_a_new_machine(tiny_bert, m
     assert again.returncode == 0 and "+ defsent" not in again.stderr, again.stderr[-3000:]
     assert tables(carried) == made
 
+    # a new strategy: which commands the script runs (every one of them ran for real above), with the stand-in
     monkeypatch.setenv("STRATEGIES", "random")
-    more = run_script("stsb_pairs.sh", carried, "semi", data=mini, cwd=tmp_path)
+    stub = stub_defsent(tmp_path / "bin")
+    more = run_script("stsb_pairs.sh", carried, "semi", data=mini, cwd=tmp_path, stub=stub)
     assert more.returncode == 0, more.stderr[-3000:]
     commands = [line for line in more.stderr.splitlines() if line.startswith("+ defsent ")]
     expected = ["sample-pairs", "teacher", "label", "train-pairs", "eval-sts", "eval-sts"]
     assert [c.split()[2] for c in commands] == expected, more.stderr[-3000:]
+    assert [line.split()[0] for line in (stub / "calls.log").read_text().splitlines()] == expected
     assert "--strategy random" in commands[0] and "cbe-random" in commands[3]
+    record = carried / "semi" / "seed-7"  # random, no filter: the student trains on the gold + all of the silver
+    train = (record / "cbe-random-train.tsv").read_text()
+    assert train == (record / "gold.tsv").read_text() + (record / "cbe-random-silver.tsv").read_text()
 
 
 # --- switches set empty -----------------------------------------------------------------------------------
@@ -455,7 +506,7 @@ EMPTY_MEANS_EMPTY = {
     "contrastive.sh": ["SEEDS", "METHODS", "EVALS", "LIMIT"],
     "more_evals.sh": ["ROWS", "EVALS"],
     "results.sh": ["SENTEVAL", "RECIPE", "MERGE"],
-    "tuned.sh": ["SEEDS", "MERGE", "LIMIT"],
+    "tuned.sh": ["SEEDS", "MERGE", "LIMIT", "EVALS"],
     "domain.sh": ["SEEDS", "EVALS", "MERGE"],
 }
 
@@ -490,6 +541,14 @@ esac
 """
 
 
+def stub_defsent(folder: Path) -> Path:
+    """``folder``/defsent, the stand-in (:data:`STUB_DEFSENT`); returns ``folder``, to put first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "defsent").write_text(STUB_DEFSENT)
+    (folder / "defsent").chmod(0o755)
+    return folder
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_stsb_pairs_trains_no_teacher_when_teachers_is_empty_and_keeps_the_drawn_gold(mini, tmp_path):
     """TEACHERS="" trains no teacher in either stage (it trained both); semi draws the gold pairs into the results
@@ -507,10 +566,7 @@ def test_stsb_pairs_trains_no_teacher_when_teachers_is_empty_and_keeps_the_drawn
         f"main-captions\tMSRvid\t2012train\t{i:04d}\t{i % 6:.3f}\ta man plays {i}\ta dog runs {i}" for i in range(9)
     ]
     write(bench / "sts-train.csv", rows)
-    stub = tmp_path / "bin"
-    stub.mkdir()
-    (stub / "defsent").write_text(STUB_DEFSENT)
-    (stub / "defsent").chmod(0o755)
+    stub = stub_defsent(tmp_path / "bin")
     log = tmp_path / "calls.log"
     env = dict(os.environ, PATH=f"{stub}:{Path(sys.executable).parent}:{os.environ['PATH']}", STUB_LOG=str(log))
     env.update(DEFSENT_DATA=str(mini), MODEL=str(tmp_path / "model"), SEEDS="7", GOLD_SIZE="4", TEACHERS="")
@@ -643,10 +699,11 @@ def foldoc_blocks(n: int) -> list[tuple[list[str], str]]:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
-def test_domain_glossary_with_wordnet_gloss_and_wise_ft_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
+def test_domain_glossary_with_wordnet_gloss_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
     """examples/domain.sh's foldoc-wn: FOLDOC merged with a WordNet sample, trained for as many definitions as
-    FOLDOC alone has, FOLDOC's entries in the same splits as alone; the glossary's reverse dictionary asks the
-    same queries of the same candidates for every model; WiSE-FT of the dev-best seed only; a rerun skips it all."""
+    FOLDOC alone has, FOLDOC's entries in the same splits as alone; the glossary's reverse dictionary (EVALS
+    "gloss") asks the same queries of the same candidates for every model; a rerun skips it all. One seed, no
+    merge: the dev-best seed and its WiSE-FT are test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model's."""
     import json
 
     from test_dictd import FOLDOC_SHORT, write_dictd
@@ -658,7 +715,7 @@ def test_domain_glossary_with_wordnet_gloss_and_wise_ft_on_a_tiny_model(tiny_ber
     (more / "wordnet").mkdir()
     (more / "wordnet" / "data.noun").write_text("\n".join(LICENSE + NOUN_LINES) + "\n")
     (more / "wordnet" / "data.adj").write_text("\n".join(LICENSE + ADJ_LINES) + "\n")
-    env = {"SEEDS": "1 2", "EVALS": "dev gloss", "DICTD": str(dictd), "WN_SAMPLE": "3", "MODEL": str(tiny_bert)}
+    env = {"SEEDS": "1", "EVALS": "gloss", "MERGE": "", "DICTD": str(dictd), "WN_SAMPLE": "3", "MODEL": str(tiny_bert)}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     out = tmp_path / "out"
@@ -678,21 +735,12 @@ def test_domain_glossary_with_wordnet_gloss_and_wise_ft_on_a_tiny_model(tiny_ber
     info = json.loads((out / "foldoc-wn" / "seed-1" / "defsent.json").read_text())
     assert info["training_definitions"] == train < merged_train  # --limit: FOLDOC's number, from both sources
     tests = sum(len(e["definitions"]) for e in foldoc if e["split"] == "test")
-    for name in ("base/base", "foldoc-wn/seed-1", "foldoc-wn/seed-2"):
+    for name in ("base/base", "foldoc-wn/seed-1"):
         gloss = json.loads((out / f"{name}-dict.json").read_text())
         assert (gloss["split"], gloss["n"], gloss["bank_entries"]) == ("test", tests, 40), name
         assert json.loads((out / f"{name}-dict-dev.json").read_text())["split"] == "dev"
-    dev = {
-        seed: sum(
-            t["spearman"]
-            for t in json.loads((out / "foldoc-wn" / f"seed-{seed}-dev.json").read_text())["tasks"].values()
-        )
-        for seed in (1, 2)
-    }
-    best = max(dev, key=lambda seed: (dev[seed], -seed))
-    assert sorted(p.name for p in (out / "foldoc-wn").glob("wise-*") if p.is_dir()) == [f"wise-{best}"]
-    alpha = json.loads((out / "foldoc-wn" / f"wise-{best}" / "defsent.json").read_text())["alpha"]
-    assert 0 <= alpha <= 1 and (out / "foldoc-wn" / f"wise-{best}-dict.json").is_file()
+        assert not (out / f"{name}-dev.json").exists()  # not in EVALS
+    assert not list((out / "foldoc-wn").glob("wise-*"))  # MERGE=""
     again = run_script("domain.sh", out, "foldoc-wn", data=more, cwd=tmp_path)
     assert again.returncode == 0 and "+ defsent" not in again.stderr  # nothing rerun
 
@@ -700,9 +748,10 @@ def test_domain_glossary_with_wordnet_gloss_and_wise_ft_on_a_tiny_model(tiny_ber
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 @pytest.mark.long
 def test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model(tiny_bert, more, tmp_path, monkeypatch):
-    """examples/domain.sh's foldoc-pst (PST step 2: the AC bank rebuilt with the foldoc variant's dev-best seed, a
-    fresh copy of the ORIGINAL model trained against it) and foldoc-nmL (+ L x Noise Matching); foldoc-pst before
-    the foldoc variant's seeds is a one-line error."""
+    """examples/domain.sh's foldoc (two seeds, each on dev, WiSE-FT of the dev-best seed only), then foldoc-pst (PST
+    step 2: the AC bank rebuilt with the foldoc variant's dev-best seed, a fresh copy of the ORIGINAL model trained
+    against it) and foldoc-nmL (+ L x Noise Matching), one seed each and no evaluation (the foldoc run evaluates
+    each seed it trains, as every variant does); foldoc-pst before the foldoc variant's seeds is a one-line error."""
     import json
 
     from test_dictd import FOLDOC_SHORT, write_dictd
@@ -710,13 +759,13 @@ def test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model(tiny_bert, 
     dictd = tmp_path / "dictd"
     dictd.mkdir()
     write_dictd(dictd, "foldoc", FOLDOC_SHORT, foldoc_blocks(30))
-    env = {"SEEDS": "1 2", "EVALS": "dev", "MERGE": "", "DICTD": str(dictd), "MODEL": str(tiny_bert)}
+    env = {"SEEDS": "1 2", "EVALS": "dev", "MERGE": "1", "DICTD": str(dictd), "MODEL": str(tiny_bert)}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     out = tmp_path / "out"
     early = run_script("domain.sh", out, "foldoc-pst", data=more, cwd=tmp_path)
     assert early.returncode == 2 and "foldoc-pst needs the foldoc variant's seeds" in early.stderr.splitlines()[-1]
-    result = run_script("domain.sh", out, "foldoc", "foldoc-nm0.5", "foldoc-pst", data=more, cwd=tmp_path)
+    result = run_script("domain.sh", out, "foldoc", data=more, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     dev = {
         seed: sum(
@@ -725,6 +774,14 @@ def test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model(tiny_bert, 
         for seed in (1, 2)
     }
     best = max(dev, key=lambda seed: (dev[seed], -seed))
+    assert sorted(p.name for p in (out / "foldoc").glob("wise-*") if p.is_dir()) == [f"wise-{best}"]
+    alpha = json.loads((out / "foldoc" / f"wise-{best}" / "defsent.json").read_text())["alpha"]
+    assert 0 <= alpha <= 1 and (out / "foldoc" / f"wise-{best}-dev.json").is_file()
+
+    for name, value in {"SEEDS": "1", "EVALS": "", "MERGE": ""}.items():
+        monkeypatch.setenv(name, value)
+    result = run_script("domain.sh", out, "foldoc-nm0.5", "foldoc-pst", data=more, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
     import h5py
 
     with h5py.File(out / "foldoc-pst" / "bank.h5") as bank:
@@ -732,12 +789,11 @@ def test_domain_pst_step_and_noise_matching_variants_on_a_tiny_model(tiny_bert, 
         assert bank.attrs["kind"] == "AC"
     from defsent_cli.formats.checkpoint import read_info
 
-    for seed in (1, 2):
-        info = read_info(out / "foldoc-pst" / f"seed-{seed}")  # its paths recorded relative to it, read back resolved
-        assert Path(info["base_model"]).resolve() == tiny_bert.resolve()  # a fresh copy of the original
-        assert Path(info["bank"]).resolve() == (out / "foldoc-pst" / "bank.h5").resolve()
-        nm = read_info(out / "foldoc-nm0.5" / f"seed-{seed}")
-        assert nm["nm_weight"] == 0.5 and Path(nm["dictionary"]).resolve() == (out / "foldoc" / "dict.jsonl").resolve()
-        assert (out / "foldoc-pst" / f"seed-{seed}-dev.json").is_file()
+    info = read_info(out / "foldoc-pst" / "seed-1")  # its paths recorded relative to it, read back resolved
+    assert Path(info["base_model"]).resolve() == tiny_bert.resolve()  # a fresh copy of the original
+    assert Path(info["bank"]).resolve() == (out / "foldoc-pst" / "bank.h5").resolve()
+    nm = read_info(out / "foldoc-nm0.5" / "seed-1")
+    assert nm["nm_weight"] == 0.5 and Path(nm["dictionary"]).resolve() == (out / "foldoc" / "dict.jsonl").resolve()
+    assert not list((out / "foldoc-pst").glob("seed-1-*.json"))  # EVALS=""
     bad = run_script("domain.sh", out, "foldoc-nmx", data=more, cwd=tmp_path)
     assert bad.returncode == 2 and "needs a weight" in bad.stderr.splitlines()[-1]
