@@ -2,15 +2,21 @@
 
     .venv/bin/python bench/ann.py --source real [--queries 1000] [--ef 32 64 128 256]
     .venv/bin/python bench/ann.py --source gaussian --rows 1000000 [--fit 20000]
+    .venv/bin/python bench/ann.py --source real --dims 384 256 128 64 --ef 128
+
+``--dims``: each width in turn (the rows and the queries cut to their leading N dimensions and re-normalised, as
+``index --dims N`` and ``search --dims N`` cut them): the vectors' and the graph's size, exact and HNSW latency, and
+how many of the full width's exact top 10 the cut's exact top 10 keeps (what the cut costs this model's neighbours;
+a model trained with ``--matryoshka`` is the one to cut, the speed and size are any 384-dim model's).
 
 The rows (``--source``): ``real``, every distinct definition of GCIDE (``/usr/share/dictd/gcide``) and WordNet
 (``$DEFSENT_DATA/wordnet``), ~300k texts, encoded by all-MiniLM-L6-v2 (ONNX int8); or ``gaussian``, ``--rows``
 unit vectors drawn from a Gaussian fitted to the vectors of ``--fit`` real WordNet definitions (their mean and full
 covariance, then L2-normalised): the encoder's anisotropy without the low-dimensional structure of real text,
 which makes the graph's job much harder (a pessimistic bound: encoding a million real texts was out of reach of
-the session that wrote this). The queries: ``--queries`` real STS-B test sentences, encoded by the same model. The graph is the product's (``serve/ann.py``'s ``HnswBuilder``: FAISS IndexHNSWFlat, M 32,
+the session that wrote this). The queries: ``--queries`` real STS-B test sentences, encoded by the same model. The graph is the product's (``search/ann.py``'s ``HnswBuilder``: FAISS IndexHNSWFlat, M 32,
 efConstruction 200, built chunk by chunk as ``index --ann`` builds it); exact search is ``search --exact``'s
-(``evaluation/bank_search.top_k``, chunked). Latency is one query at a time (as a server answers one request),
+(``search/exact.top_k``, chunked). Latency is one query at a time (as a server answers one request),
 after a warm-up; recall@10 is against the exact top 10. Threads: torch's and FAISS's defaults (all cores).
 """
 
@@ -62,6 +68,7 @@ def main() -> None:
     parser.add_argument("--fit", type=int, default=20000, help="real definitions whose vectors the rows are drawn like")
     parser.add_argument("--ef", type=int, nargs="+", default=[32, 64, 128, 256], help="efSearch values to measure")
     parser.add_argument("--exact-latency-queries", type=int, default=50)
+    parser.add_argument("--dims", type=int, nargs="+", help="widths to measure at (default: the model's own)")
     args = parser.parse_args()
 
     import faiss
@@ -71,8 +78,7 @@ def main() -> None:
     from defsent_cli.encoder.encode import encode
     from defsent_cli.encoder.models import load_model
     from defsent_cli.encoder.onnx_runtime import use_runtime
-    from defsent_cli.evaluation.bank_search import top_k
-    from defsent_cli.serve.ann import Hnsw, HnswBuilder
+    from defsent_cli.space.dims import leading
 
     loaded = use_runtime(load_model(Path(minilm_path()), "cpu"), "onnx", "int8")
 
@@ -105,6 +111,23 @@ def main() -> None:
         f"({faiss.omp_get_max_threads()} threads)"
     )
 
+    full_truth = None
+    for dims in args.dims or [rows.shape[1]]:
+        cut_rows, cut_queries = leading(rows, dims, True), leading(queries, dims, True)
+        print(f"--- {dims} dims: vectors {cut_rows.nbytes / 2**20:,.0f} MiB (float32, as an index stores them)")
+        truth = measure_at(cut_rows, cut_queries, args)
+        if full_truth is None:
+            full_truth = truth
+        else:
+            kept = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, full_truth, strict=True)])
+            print(f"exact top 10 at {dims} dims holds {kept:.4f} of the first width's exact top 10")
+
+
+def measure_at(rows: np.ndarray, queries: np.ndarray, args) -> np.ndarray:
+    """Exact and HNSW search of ``queries`` in ``rows``, printed; returns the exact top 10 of each query."""
+    from defsent_cli.search.ann import Hnsw, HnswBuilder
+    from defsent_cli.search.exact import top_k
+
     start = time.perf_counter()
     truth, _ = top_k(queries, Rows(rows), 10)
     print(f"exact top-10 of all queries (batched): {time.perf_counter() - start:.1f} s")
@@ -135,6 +158,8 @@ def main() -> None:
         recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
         speedup = np.median(exact_times) / np.median(times)
         print(f"HNSW efSearch {ef:>4}: recall@10 {recall:.4f}  {percentiles(times)}  ({speedup:,.0f}x exact's p50)")
+
+    return truth
 
 
 if __name__ == "__main__":

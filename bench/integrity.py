@@ -11,7 +11,7 @@ as the rows come). Measured, each after a read of the whole file so that every r
 - one exact search (``search --exact``'s ``top_k``, one query): on a fresh ``IndexFile``, whose first read of each
   block checks it (SHA-256 and unit length), against the same search with the blocks already checked (what a
   second search in the same process, e.g. ``serve``, costs; and what the search cost before the checks);
-- with ``--ann``: the graph (``serve/ann.py``'s HnswBuilder, efConstruction ``--ef-construction``: the stored
+- with ``--ann``: the graph (``search/ann.py``'s HnswBuilder, efConstruction ``--ef-construction``: the stored
   graph's size does not depend on it) loaded as ``search`` loads it (``load_hnsw``: its SHA-256, its size and a
   sample of its vectors against the index) against the bare read and deserialisation.
 """
@@ -42,7 +42,7 @@ def seconds(run, repeat: int) -> float:
 def write(path: Path, rows: int, dim: int, ann: bool, ef_construction: int) -> float:
     """The index, written chunk by chunk as ``index`` writes it (the digests taken as the rows come); its seconds."""
     from defsent_cli.formats import index as index_format
-    from defsent_cli.serve import ann as ann_module
+    from defsent_cli.search import ann as ann_module
 
     rng = np.random.default_rng(0)
     graph = ann_module.HnswBuilder(dim, ef_construction=ef_construction) if ann else None
@@ -78,10 +78,10 @@ def main() -> None:
 
     import torch
 
-    from defsent_cli.evaluation.bank_search import top_k
     from defsent_cli.formats.index import open_index
     from defsent_cli.io import hdf5_input
-    from defsent_cli.serve import ann as ann_module
+    from defsent_cli.search import ann as ann_module
+    from defsent_cli.search.exact import top_k
 
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         path = Path(folder) / "big.h5"

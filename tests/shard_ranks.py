@@ -9,7 +9,7 @@ to float64 precision: batches that split evenly, unevenly and leave processes wi
 on and off, several chunks per shard, and a bank with fewer rows than processes. Prints
 ``max difference <d>`` on rank 0.
 
-Then the reverse dictionary over the same shards (``bank_search``, a few rows per chunk): each query's gold rank
+Then the reverse dictionary over the same shards (``search/exact.py``, a few rows per chunk): each query's gold rank
 must be that of the one (queries x bank) score matrix in float64, an entry with the gold's own vector tying with
 it, and the top k must be the k best rows (their float32 scores within rounding of the matrix's). Prints
 ``rank mismatches <n>`` and ``top-k mismatches <n>`` on rank 0.
@@ -21,8 +21,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from defsent_cli import distributed
-from defsent_cli.evaluation import bank_search
 from defsent_cli.formats.bank import Bank
+from defsent_cli.search import exact
 from defsent_cli.training.sharded_loss import BankShard
 
 
@@ -70,7 +70,7 @@ def main() -> None:
 
 
 def ranks_and_top_k() -> None:
-    bank_search.SCORE_ROWS, bank_search.QUERY_ROWS = 3, 4  # several chunks of rows and of queries per process
+    exact.SCORE_ROWS, exact.QUERY_ROWS = 3, 4  # several chunks of rows and of queries per process
     generator = torch.Generator().manual_seed(1)
     vectors = torch.randn(11, 6, generator=generator)
     vectors[7] = vectors[2]  # two entries with one vector: their scores tie exactly
@@ -79,8 +79,8 @@ def ranks_and_top_k() -> None:
     bank = Bank([f"e{i}" for i in range(11)], vectors.numpy(), np.ones(11, dtype=np.int32))
     scores = (queries.double()[:, None, :] * vectors.double()[None]).sum(dim=2)  # the one-process matrix, float64
     expected = 1 + (scores > scores.gather(1, gold[:, None])).sum(dim=1)  # rows 2 and 7 tie: neither counts
-    ranks = bank_search.gold_ranks(queries.numpy(), bank, gold.numpy(), sharded=True)
-    found = bank_search.top_k(queries.numpy(), bank, 4, sharded=True)
+    ranks = exact.gold_ranks(queries.numpy(), bank, gold.numpy(), sharded=True)
+    found = exact.top_k(queries.numpy(), bank, 4, sharded=True)
     if distributed.is_main():
         index, values = found
         best = scores.topk(4, dim=1).values

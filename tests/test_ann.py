@@ -90,7 +90,7 @@ def test_without_faiss_ann_is_a_one_line_error_and_search_is_exact(indexed, tmp_
 
 def test_the_graph_recalls_the_exact_top_ten_of_random_unit_vectors():
     """The builder on its own, against brute force computed here: 5,000 random unit vectors in 32 dims."""
-    from defsent_cli.serve.ann import Hnsw, HnswBuilder
+    from defsent_cli.search.ann import Hnsw, HnswBuilder
 
     rng = np.random.default_rng(0)
     rows = rng.standard_normal((5000, 32)).astype(np.float32)

@@ -4,6 +4,7 @@ import cycles, and only the command line talks to the terminal."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import REPO
@@ -88,3 +89,81 @@ def test_formats_and_io_depend_on_nothing_above_them():
         if name.startswith(BOTTOM):
             above = [m for m in _imports(name, tree) if not m.startswith(BOTTOM)]
             assert above in ([], ["defsent_cli"]), f"{name} imports {above}"
+
+
+#: library rooms and the rooms above them, which they never import: the command line over the server, the server
+#: over search (index build, ANN, collections, query encoding), search over the encoder, the formats and the spaces;
+#: the evaluations (and training, above them) import search, never the other way round
+ABOVE = {
+    "defsent_cli.search": ("defsent_cli.cli", "defsent_cli.serve", "defsent_cli.evaluation", "defsent_cli.training"),
+    "defsent_cli.serve": ("defsent_cli.cli", "defsent_cli.evaluation", "defsent_cli.training"),
+}
+
+
+def test_search_sits_below_the_server_and_the_evaluations():
+    for room, above in ABOVE.items():
+        for name, tree in MODULES.items():
+            if name == room or name.startswith(room + "."):
+                wrong = sorted(m for m in _imports(name, tree) if m.startswith(above))
+                assert not wrong, f"{name} imports {wrong}, which sit above {room}"
+
+
+def _command_modules() -> set[str]:
+    """The modules of ``cli/`` that register a command (``app.command(...)``): each command's own module."""
+    return {
+        name
+        for name, tree in MODULES.items()
+        if name.startswith("defsent_cli.cli.")
+        and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "command"
+            for n in ast.walk(tree)
+        )
+    }
+
+
+def test_no_command_module_imports_another():
+    """What commands share (options, groups, the helpers that read them) lives in the option and helper modules
+    (``options.py``, ``groups.py``, ``models.py``, ``loop_options.py``, ``input_options.py``, ``search_options.py``,
+    ``boundary.py``, ``render.py``, ``results.py``) or in the library, never in another command."""
+    commands = _command_modules()
+    app = MODULES["defsent_cli.cli.app"]
+    listed = next(
+        node.value
+        for node in ast.walk(app)
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "COMMAND_MODULES" for t in node.targets)
+    )
+    assert commands == {f"defsent_cli.cli.{element.id}" for element in listed.elts}  # found every command, no other
+    for name in sorted(commands):
+        others = sorted((_imports(name, MODULES[name]) & commands) - {name})
+        assert not others, f"{name} imports the command modules {others}: move what they share to an option module"
+
+
+def _layout_entries() -> dict[str, str]:
+    """docs/layout.md's map of the package: each folder's entry (``cli/``: its text, continuation lines included),
+    and the package's own modules under ``""``."""
+    text = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
+    block = text.split("```\ndefsent_cli/\n", 1)[1].split("```", 1)[0]
+    entries: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines():
+        folder = re.match(r"  ([a-z_]+/)", line)
+        if folder:
+            current = folder.group(1)
+        elif re.match(r"  \S", line):  # a line of the package's own modules
+            current = ""
+        entries[current] = entries.get(current, "") + " " + line
+    return entries
+
+
+def test_the_layout_names_every_module():
+    """docs/layout.md is the map a newcomer reads: every module of the package is named in its folder's entry."""
+    entries = _layout_entries()
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        parts = path.relative_to(PACKAGE).parts
+        folder = "/".join(parts[:-1]) + "/" if len(parts) > 1 else ""
+        if not re.search(rf"(?<![\w./]){re.escape(path.name)}", entries.get(folder, "")):
+            missing.append("/".join(parts))
+    assert not missing, f"docs/layout.md does not name {missing} in their folders' entries"

@@ -5,7 +5,7 @@ model, a bank, stdin or an output is generated here from the commands themselves
   resolves through ``options.model_default``, ``required`` where it has no default, ``optional`` where leaving
   it out means something else;
 - ``--bank``: ``required`` where the command cannot run without it, ``the checkpoint's`` where the bank a
-  checkpoint was trained against is the default (``lookup.choose_bank``);
+  checkpoint was trained against is the default (``search_options.choose_bank``);
 - stdin: where the main input is read from stdin when no file is given (the command's help says so, and running
   it with an empty stdin says stdin is empty rather than asking for an argument);
 - ``-o -``: what ``tests/test_stdout_output.py`` walks and checks (stdout, or refused);

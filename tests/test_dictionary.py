@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import data_root
 
-from defsent_cli.dictionary import build, sources, stats
+from defsent_cli.dictionary import build, sources, splitting, stats
 from defsent_cli.encoder import models
 from defsent_cli.errors import DefsentError
 from defsent_cli.formats import dictionary as fmt
@@ -273,46 +273,46 @@ def test_load_tokenizer_errors(tmp_path):
 
 def test_splits_deterministic_by_entry():
     entries = [fmt.Entry(f"word{i}", ["x"], []) for i in range(4000)]
-    a = build.assign_splits(entries, (0.8, 0.1, 0.1), seed=1, by="entry")
-    b = build.assign_splits(entries, "0.8,0.1,0.1", seed=1, by="entry")
+    a = splitting.assign_splits(entries, (0.8, 0.1, 0.1), seed=1, by="entry")
+    b = splitting.assign_splits(entries, "0.8,0.1,0.1", seed=1, by="entry")
     assert [e.split for e in a] == [e.split for e in b]
     assert all(e.split == "train" for e in entries)  # inputs are not modified
     counts = {s: sum(e.split == s for e in a) for s in fmt.SPLITS}
     assert abs(counts["train"] - 3200) < 150 and abs(counts["dev"] - 400) < 80 and abs(counts["test"] - 400) < 80
     # Another seed gives another split; an entry keeps its split when others are added or removed,
     # and the split ignores case.
-    c = build.assign_splits(entries, (0.8, 0.1, 0.1), seed=2, by="entry")
+    c = splitting.assign_splits(entries, (0.8, 0.1, 0.1), seed=2, by="entry")
     assert [e.split for e in a] != [e.split for e in c]
-    sub = build.assign_splits(entries[::7] + [fmt.Entry("WORD3", ["x"], [])], (0.8, 0.1, 0.1), seed=1, by="entry")
+    sub = splitting.assign_splits(entries[::7] + [fmt.Entry("WORD3", ["x"], [])], (0.8, 0.1, 0.1), seed=1, by="entry")
     assert [e.split for e in sub[:-1]] == [e.split for e in a[::7]]
     assert sub[-1].split == a[3].split
-    assert {e.split for e in build.assign_splits(entries, by="entry")} == {"train"}
-    assert {e.split for e in build.assign_splits(entries, (0, 0, 1), by="entry")} == {"test"}
+    assert {e.split for e in splitting.assign_splits(entries, by="entry")} == {"train"}
+    assert {e.split for e in splitting.assign_splits(entries, (0, 0, 1), by="entry")} == {"test"}
     # The default keeps entries sharing a definition together: all 4,000 share "x", one group, one split.
-    assert len({e.split for e in build.assign_splits(entries, (0.8, 0.1, 0.1), seed=1)}) == 1
+    assert len({e.split for e in splitting.assign_splits(entries, (0.8, 0.1, 0.1), seed=1)}) == 1
 
 
 def test_a_split_left_empty_is_warned_about(library_log):
     two = [fmt.Entry("dog", ["a pet"], []), fmt.Entry("cat", ["another pet"], [])]
-    splits = [e.split for e in build.assign_splits(two, (0.8, 0.1, 0.1), seed=42, by="entry")]
+    splits = [e.split for e in splitting.assign_splits(two, (0.8, 0.1, 0.1), seed=42, by="entry")]
     missing = [name for name in fmt.SPLITS if name not in splits]
     warnings = [text for level, text in library_log if level == "warning"]
     assert missing and warnings == [f"--split gives {', '.join(missing)} no entries at all (2 entries split by hash)"]
     library_log.clear()
-    assert [e.split for e in build.assign_splits(two, (0.8, 0.1, 0.1), seed=42)] == ["train", "train"]
+    assert [e.split for e in splitting.assign_splits(two, (0.8, 0.1, 0.1), seed=42)] == ["train", "train"]
     assert [text for level, text in library_log if level == "warning"] == [
         "--split gives dev, test no entries at all (2 entries in 2 groups sharing definitions)"
     ]
     library_log.clear()
-    build.assign_splits([fmt.Entry(f"w{i}", [f"x{i}"], []) for i in range(200)], (0.8, 0.1, 0.1))
-    build.assign_splits([fmt.Entry(f"w{i}", ["x"], []) for i in range(200)], (0.8, 0.1, 0.1), by="entry")
+    splitting.assign_splits([fmt.Entry(f"w{i}", [f"x{i}"], []) for i in range(200)], (0.8, 0.1, 0.1))
+    splitting.assign_splits([fmt.Entry(f"w{i}", ["x"], []) for i in range(200)], (0.8, 0.1, 0.1), by="entry")
     assert library_log == []
 
 
 @pytest.mark.parametrize("bad", ["0.8,0.1", "0.8,0.1,0.2", "1.2,-0.1,-0.1", "a,b,c", (0.5, 0.5)])
 def test_split_fractions_validated(bad):
     with pytest.raises(DefsentError, match="--split"):
-        build.parse_fractions(bad)
+        splitting.parse_fractions(bad)
 
 
 def test_write_read_roundtrip_and_stats(tmp_path, tiny_bert):

@@ -426,7 +426,7 @@ def test_plain_progress_is_whole_under_threads(capsys, monkeypatch):
 
 
 def test_the_model_card_says_what_each_kind_of_run_did(cli, tiny_bert, tmp_path):
-    from defsent_cli.formats.checkpoint import _description
+    from defsent_cli.formats.model_card import _description
 
     pairs = tmp_path / "pairs.tsv"
     rng = np.random.default_rng(0)

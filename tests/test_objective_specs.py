@@ -27,13 +27,14 @@ class Started(BaseException):
 
 @pytest.fixture
 def started(monkeypatch):
-    """Every run's (objective, effective settings, +NM term), recorded where the run would load the model."""
+    """Every run's (objective, effective settings, its run-wide terms: +NM and --matryoshka), recorded where the run
+    would load the model."""
     runs = []
 
     class Recorder:
-        def __init__(self, objective, data, base_model, config, nm=None):
+        def __init__(self, objective, data, base_model, config, nm=None, matryoshka=None):
             objective.check(config)  # as the run does first (it resolves what follows the settings: simcse's MLP)
-            runs.append((objective, {**asdict(config), **objective.settings()}, nm))
+            runs.append((objective, {**asdict(config), **objective.settings()}, (nm, matryoshka)))
             raise Started
 
     monkeypatch.setattr(loop_module, "Loop", Recorder)
@@ -92,7 +93,7 @@ def test_the_command_and_the_library_run_with_the_same_settings(
     (command, by_command, nm_command), (objective, by_library, nm_library) = started
     assert type(command) is type(objective) is OBJECTIVES[name] and OBJECTIVES[name].spec is SPECS[name]
     assert json.dumps(by_command, sort_keys=True) == json.dumps(by_library, sort_keys=True)
-    assert nm_command is nm_library is None
+    assert nm_command == nm_library == (None, None)
     # the loop's settings are the spec's (its variant's), over the neutral ones; the pooling the model's own (mean)
     spec = SPECS[name]
     expected = spec.loop_defaults(variant)

@@ -18,7 +18,7 @@ from conftest import RESUME_FLAGS
 from defsent_cli.dictionary.build import single_token_ids
 from defsent_cli.encoder.models import load_model
 from defsent_cli.encoder.word_head import load_word_head, read_word_head
-from defsent_cli.training.loop import linear_factor
+from defsent_cli.training.lr_schedule import linear_factor
 from defsent_cli.training.mlm import MaskedLM
 from defsent_cli.training.sentences import delete_words
 

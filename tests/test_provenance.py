@@ -198,7 +198,7 @@ def test_the_model_card_carries_the_hubs_metadata(w, tiny_bert):
 
 
 def test_the_license_is_the_base_cards_when_it_states_one(tmp_path):
-    from defsent_cli.formats.checkpoint import model_card
+    from defsent_cli.formats.model_card import model_card
 
     base = tmp_path / "base"
     base.mkdir()

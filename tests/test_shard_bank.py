@@ -26,8 +26,8 @@ from conftest import (
     without_option,
 )
 
-from defsent_cli.evaluation import bank_search
 from defsent_cli.formats.bank import BANK_FORMAT, Bank, open_bank, write_bank
+from defsent_cli.search import exact
 
 # Adam with eps 1 and no clipping: a wrongly scaled gradient moves the weights by ~1e-3 instead of ~1e-7
 # (see test_distributed.py); dict-dev scored every 3 steps and at the end, the last weights kept.
@@ -146,16 +146,16 @@ def test_shard_bank_in_one_process_warns_and_trains_as_usual(cli, runs, tmp_path
 
 def test_ranks_and_top_k_by_hand_over_chunks_of_one_row(tmp_path, monkeypatch):
     """Rows 0 and 2 are one vector: scoring the same as the gold does not count against it."""
-    monkeypatch.setattr(bank_search, "SCORE_ROWS", 1)
-    monkeypatch.setattr(bank_search, "QUERY_ROWS", 1)
+    monkeypatch.setattr(exact, "SCORE_ROWS", 1)
+    monkeypatch.setattr(exact, "QUERY_ROWS", 1)
     vectors = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
     path = tmp_path / "bank.h5"
     write_bank(path, Bank(["a", "b", "c", "d"], vectors, np.ones(4, dtype=np.int32), {"format": BANK_FORMAT}))
     bank = open_bank(path)  # streamed from the file, one row at a time
     queries = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]], dtype=np.float32)
     # scores: q0 -> 1, 0, 1, 0.6; q1 -> 0, 2, 0, 1.6; q2 -> 3, 4, 3, 5
-    ranks = bank_search.gold_ranks(queries, bank, np.array([2, 3, 0]))
+    ranks = exact.gold_ranks(queries, bank, np.array([2, 3, 0]))
     assert ranks.tolist() == [1, 2, 3]
-    index, scores = bank_search.top_k(queries, bank, k=2)
+    index, scores = exact.top_k(queries, bank, k=2)
     assert index[1].tolist() == [1, 3] and index[2].tolist() == [3, 1] and sorted(index[0].tolist()) == [0, 2]
     np.testing.assert_allclose(scores, [[1, 1], [2, 1.6], [5, 4]], rtol=1e-6)

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from defsent_cli.dictionary import build
+from defsent_cli.dictionary import splitting
 from defsent_cli.formats import dictionary as fmt
 
 # Aliases as FOLDOC has them (one gloss, several headwords) and synonyms as WordNet has them (a synset's gloss
@@ -54,18 +54,18 @@ def splits_by_gloss(entries):
     found: dict[str, set[str]] = {}
     for e in entries:
         for d in e.definitions:
-            found.setdefault(build.normalize_definition(d), set()).add(e.split)
+            found.setdefault(splitting.normalize_definition(d), set()).add(e.split)
     return found
 
 
 def test_normalisation_is_the_documented_one():
-    assert build.normalize_definition("  The  exclamation\tmark.!? ") == "the exclamation mark"
-    assert build.normalize_definition("A pet…") == "a pet"
+    assert splitting.normalize_definition("  The  exclamation\tmark.!? ") == "the exclamation mark"
+    assert splitting.normalize_definition("A pet…") == "a pet"
     # only the end is stripped, and only spaces and . , ; : ! ? …
-    assert build.normalize_definition("a pet (informal).") == "a pet (informal)"
-    assert build.normalize_definition("e.g. a pet") == "e.g. a pet"
-    assert build.normalize_definition("'quoted'") == "'quoted'"
-    assert build.normalize_definition("...") == ""
+    assert splitting.normalize_definition("a pet (informal).") == "a pet (informal)"
+    assert splitting.normalize_definition("e.g. a pet") == "e.g. a pet"
+    assert splitting.normalize_definition("'quoted'") == "'quoted'"
+    assert splitting.normalize_definition("...") == ""
 
 
 def test_aliases_and_chains_end_in_one_split(cli, tmp_path):
@@ -164,10 +164,10 @@ def test_build_dict_stats_reports_the_overlap(cli, tmp_path):
         counts[by] = json.loads(cli("dict-stats", out, "--json").stdout)
         # the count --stats prints is the hand count over the file
         entries = read(out)
-        train = {build.normalize_definition(d) for e in entries if e.split == "train" for d in e.definitions}
+        train = {splitting.normalize_definition(d) for e in entries if e.split == "train" for d in e.definitions}
         for split in ("dev", "test"):
             held = [d for e in entries if e.split == split for d in e.definitions]
-            hand = sum(build.normalize_definition(d) in train for d in held)
+            hand = sum(splitting.normalize_definition(d) in train for d in held)
             assert counts[by][split]["in_train"] == hand
             assert f"{split} {hand:,} of {len(held):,} ({100 * hand / len(held):.1f}%)" in shown
     assert counts["entry"]["dev"]["in_train"] > 0 and counts["entry"]["test"]["in_train"] > 0
@@ -198,14 +198,14 @@ def test_a_group_too_big_for_a_held_out_split_goes_to_train():
     giant = [fmt.Entry(f"synonym{i}", [f"gloss {i}", f"gloss {i + 1}"], []) for i in range(150)]  # one chain
     single = [fmt.Entry(f"word{i}", [f"own {i}"], []) for i in range(850)]
     for seed in range(5):
-        entries = build.assign_splits(giant + single, (0.8, 0.1, 0.1), seed=seed)
+        entries = splitting.assign_splits(giant + single, (0.8, 0.1, 0.1), seed=seed)
         assert {e.split for e in entries[:150]} == {"train"}
         counts = Counter(e.split for e in entries)
         assert counts == {"train": 800, "dev": 100, "test": 100}
-    assert len(set(build.definition_groups(giant))) == 1
+    assert len(set(splitting.definition_groups(giant))) == 1
     # all in one split when one split has everything
-    assert {e.split for e in build.assign_splits(giant + single, (0, 0, 1))} == {"test"}
-    assert {e.split for e in build.assign_splits(giant + single)} == {"train"}
+    assert {e.split for e in splitting.assign_splits(giant + single, (0, 0, 1))} == {"test"}
+    assert {e.split for e in splitting.assign_splits(giant + single)} == {"train"}
 
 
 def test_split_by_is_checked(cli, tmp_path):
@@ -214,4 +214,4 @@ def test_split_by_is_checked(cli, tmp_path):
     assert result.exit_code == 2 and "'sense' is not one of" in result.stderr
     assert not (tmp_path / "o.jsonl").exists()
     with pytest.raises(Exception, match="--split-by must be one of definition-group, entry"):
-        build.assign_splits([fmt.Entry("a", ["x"], [])], (0.8, 0.1, 0.1), by="sense")
+        splitting.assign_splits([fmt.Entry("a", ["x"], [])], (0.8, 0.1, 0.1), by="sense")

@@ -17,8 +17,8 @@ from conftest import REPO, RESUME_FLAGS
 from defsent_cli.evaluation.reverse_dict import rank_metrics
 from defsent_cli.training.config import TrainConfig
 from defsent_cli.training.data import epoch_batches
-from defsent_cli.training.loop import linear_schedule
 from defsent_cli.training.loss import bank_cross_entropy
+from defsent_cli.training.lr_schedule import linear_schedule
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -174,8 +174,9 @@ def test_same_seed_same_weights_other_seed_differs(cli, tiny_bert, tiny_dict, be
     assert not _same_weights(a, c)
 
 
-def test_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, tmp_path):
-    """Kill a real process (SIGKILL) mid-run, resume it, compare with a run never killed."""
+def test_resume_after_kill_gives_the_uninterrupted_weights(cli, tiny_bert, tmp_path):
+    """Kill a real process (SIGKILL) mid-run, resume it, compare with a run never killed (the bank, an input of
+    both, is built in this process)."""
     import shutil
 
     rows = [
@@ -187,7 +188,7 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, tmp_path):
     defsent = [sys.executable, "-m", "defsent_cli"]
     env = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}
     bank = tmp_path / "bank.h5"
-    subprocess.run([*defsent, "embed-entries", dictionary, "-m", tiny_bert, "-o", bank], check=True, env=env)
+    assert cli("embed-entries", dictionary, "-m", tiny_bert, "-o", bank).exit_code == 0
     args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "--batch-size", "4", "--lr", "1e-3"]
     args += ["--save-every", "2", "--log-every", "1", "--seed", "5", *RESUME_FLAGS]
     full = tmp_path / "full"

@@ -115,7 +115,7 @@ def _weights_of(model_dir: Path) -> dict[str, torch.Tensor]:
 
 
 def test_encoder_schedule_starts_after_the_head_warmup():
-    from defsent_cli.training.loop import linear_schedule
+    from defsent_cli.training.lr_schedule import linear_schedule
 
     encoder, head = torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.AdamW([{"params": [encoder]}, {"params": [head], "lr": 10.0}], lr=1.0)

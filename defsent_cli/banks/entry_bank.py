@@ -5,7 +5,9 @@ AMP = mean over an entry's definitions of the masked mean of the last layer, spe
 
 Both average the raw pooled vectors: a sentence-transformers folder's Normalize module, which ``encode``
 and the evaluations apply by default (encoder/spec.py), is not applied here, as in DefSent+ (its bank
-is the mean of unnormalised pooled states, and training's logits are dot products against it).
+is the mean of unnormalised pooled states, and training's logits are dot products against it). So a bank built
+with ``--dims N`` (each vector's leading N dimensions, ``space/dims.leading``; nothing re-normalised) is the leading
+N columns of the full bank: the rows of either are the same.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..errors import DefsentError
 from ..formats.bank import BANK_FORMAT, KINDS, Bank, bank_output
 from ..formats.dictionary import SPLITS, bank_rows, bank_size, check_splits
 from ..io import sha256_file
+from ..space.dims import check_dims, leading
 from ..training.config import PART_DEFINITIONS
 
 
@@ -117,6 +120,11 @@ class BankJob:
     batch_size: int
     chunk_definitions: int
     shard: bool
+    dims: int | None = None  # the leading dims kept (``--dims``); None: the model's width
+
+    @property
+    def width(self) -> int:
+        return self.dims or self.loaded.dim
 
     def encode(self, part: Part, progress, task) -> EntryMeans | None:
         """The per-entry sums of one part (None on a torchrun rank other than 0, which holds no rows).
@@ -127,21 +135,22 @@ class BankJob:
         definitions, texts = part.definitions, part.definitions.texts
         order = np.argsort(definitions.text_of, kind="stable")  # occurrences grouped by text, for each chunk
         by_text, rows = definitions.text_of[order], definitions.rows[order]
-        means = EntryMeans(len(part.entries), self.loaded.dim) if distributed.is_main() else None
+        means = EntryMeans(len(part.entries), self.width) if distributed.is_main() else None
         for start in range(0, len(texts), self.chunk_definitions):
             stop = min(start + self.chunk_definitions, len(texts))
             token_ids = tokenize(texts[start:stop], self.loaded.tokenizer, pooling, self.limit)
             vectors = run(self.loaded, token_ids, pooling, self.batch_size, progress, task)
             if vectors is not None:  # None: a rank other than 0 of a sharded run
                 lo, hi = np.searchsorted(by_text, [start, stop])
+                vectors = leading(vectors, self.dims, False)  # raw pooled vectors: none re-normalised
                 means.add(rows[lo:hi], vectors[by_text[lo:hi] - start])
         if progress is not None:  # the bar counts definitions; a text shared within the part was encoded once
             progress.advance(task, len(definitions.rows) - len(texts))
         return means
 
     def attrs(self, dictionary: Path, sha256: str, splits: Sequence[str]) -> dict:
-        """The provenance attributes of the bank (docs/formats.md)."""
-        return {
+        """The provenance attributes of the bank (docs/formats.md); ``dims`` where it was built with ``--dims``."""
+        return ({} if self.dims is None else {"dims": self.dims}) | {
             "format": BANK_FORMAT,
             "kind": self.kind,
             "pooling": KINDS[self.kind],
@@ -156,12 +165,15 @@ class BankJob:
         }
 
 
-def _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard) -> tuple[BankJob, list[str]]:
+def _job(
+    loaded, kind, splits, batch_size, max_length, chunk_definitions, shard, dims=None
+) -> tuple[BankJob, list[str]]:
     kind = kind.upper()
     if kind not in KINDS:
         raise DefsentError(f"unknown bank kind {kind!r}; use AC (CLS) or AMP (mean)")
     wanted = check_splits(splits)
-    return BankJob(loaded, kind, loaded.token_limit(max_length), batch_size, chunk_definitions, shard), wanted
+    dims = check_dims(dims, loaded.dim, model=loaded.path)
+    return BankJob(loaded, kind, loaded.token_limit(max_length), batch_size, chunk_definitions, shard, dims), wanted
 
 
 def _progress_label(job: BankJob, definitions: int, entries: int) -> str:
@@ -178,6 +190,7 @@ def build_bank(
     chunk_definitions: int = 8192,
     show_progress: bool | None = None,
     shard: bool = False,
+    dims: int | None = None,
 ) -> Bank | None:
     """The whole bank in memory (for a dictionary whose bank fits there; :func:`write_bank_streamed` has no
     such limit): every distinct definition of the chosen splits encoded once and averaged per entry (AC or AMP).
@@ -186,9 +199,9 @@ def build_bank(
     of encoding every (entry, definition) pair (up to float noise from other batch neighbours). Texts are
     encoded ``chunk_definitions`` at a time: memory is O(entries x dims) plus one chunk of vectors.
     ``shard``: under ``torchrun``, the processes share every chunk's batches and rank 0 averages and
-    returns the bank; the other ranks return ``None``.
+    returns the bank; the other ranks return ``None``. ``dims``: each vector's leading dims (``--dims``).
     """
-    job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)
+    job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard, dims)
     dictionary = Path(dictionary)
     whole = next(bank_parts(dictionary, wanted), None)
     if whole is None:
@@ -228,6 +241,7 @@ def write_bank_streamed(
     shard: bool = False,
     dictionary_name: str | None = None,
     texts=None,
+    dims: int | None = None,
 ) -> BankSummary | None:
     """Build the bank of ``dictionary`` into ``output`` in memory bounded by one part (``embed-entries``).
 
@@ -241,9 +255,10 @@ def write_bank_streamed(
     rank 0 writes; the other ranks return None. ``dictionary_name``: what the bank records as its dictionary
     (``-`` for one read from stdin) instead of the path. ``texts``: a
     :class:`~defsent_cli.banks.domain_text.DomainTexts`, whose lines replace the definitions of the entries
-    they mention (``embed-entries --texts``); the bank records it (docs/formats.md).
+    they mention (``embed-entries --texts``); the bank records it (docs/formats.md). ``dims``: each vector's
+    leading dims (``embed-entries --dims``), recorded as the attribute ``dims``.
     """
-    job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard)
+    job, wanted = _job(loaded, kind, splits, batch_size, max_length, chunk_definitions, shard, dims)
     dictionary = Path(dictionary)
     size = bank_size(dictionary, wanted)
     if not size.rows:
@@ -254,7 +269,7 @@ def write_bank_streamed(
         total, from_texts = texts.occurrences(dictionary, wanted)
         attrs |= texts.attrs(from_texts)
     main = distributed.is_main()
-    output_file = bank_output(output, size.rows, loaded.dim, size.entry_bytes) if main else nullcontext()
+    output_file = bank_output(output, size.rows, job.width, size.entry_bytes) if main else nullcontext()
     with (
         make_progress("definitions", show_progress if main else False) as progress,
         output_file as writer,
@@ -267,4 +282,4 @@ def write_bank_streamed(
                 writer.write(part.first, part.entries, means.means(), means.counts)
         if writer is not None:
             writer.attrs.update(attrs)
-    return BankSummary(size.rows, loaded.dim, job.kind, total, from_texts) if main else None
+    return BankSummary(size.rows, job.width, job.kind, total, from_texts) if main else None

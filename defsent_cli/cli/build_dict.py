@@ -19,28 +19,40 @@ from .render import show, stats_table
 SourceFormat = opt.choices("SourceFormat", FORMATS)
 SplitBy = opt.choices("SplitBy", SPLIT_BY)
 
+Sources = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        metavar="SOURCES",
+        help="Dictionary files (Oxford, TSV, DefSent+ CSV, JSONL), dictd databases (NAME.index, NAME.dict.dz or "
+        "NAME: GCIDE, FOLDOC, the Jargon File and others), glossaries pyglossary reads (StarDict .ifo, .bgl, .xdxf, "
+        ".dsl and more) "
+        "or WordNet folders.",
+        show_default=False,
+    ),
+]
+SourceFormatOption = Annotated[
+    SourceFormat,
+    typer.Option(
+        "--format",
+        help="Format of the SOURCES files (auto: by suffix and first line; glossary: through pyglossary, "
+        "pip install 'defsent-cli[glossary]').",
+    ),
+]
+SplitByOption = Annotated[
+    SplitBy,
+    typer.Option(
+        "--split-by",
+        help="What --split keeps together: definition-group = entries that share a definition (casefolded, "
+        "whitespace and trailing punctuation ignored) go to one split, so no held-out definition is a training "
+        "one; entry = each entry alone, as before (aliases and synonyms that share a gloss can end up on both sides).",
+    ),
+]
+
 
 def build_dict(
     output: Annotated[Path, typer.Option("--output", "-o", help="Dictionary JSONL to write.", show_default=False)],
-    sources: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="SOURCES",
-            help="Dictionary files (Oxford, TSV, DefSent+ CSV, JSONL), dictd databases (NAME.index, NAME.dict.dz or "
-            "NAME: GCIDE, FOLDOC, the Jargon File and others), glossaries pyglossary reads (StarDict .ifo, .bgl, .xdxf, "
-            ".dsl and more) "
-            "or WordNet folders.",
-            show_default=False,
-        ),
-    ] = None,
-    fmt: Annotated[
-        SourceFormat,
-        typer.Option(
-            "--format",
-            help="Format of the SOURCES files (auto: by suffix and first line; glossary: through pyglossary, "
-            "pip install 'defsent-cli[glossary]').",
-        ),
-    ] = SourceFormat.auto,
+    sources: Sources = None,
+    fmt: SourceFormatOption = SourceFormat.auto,
     wordnet: Annotated[
         Path | None,
         typer.Option(
@@ -89,15 +101,7 @@ def build_dict(
         str | None,
         typer.Option("--split", help="train,dev,test fractions of the entries, e.g. 0.8,0.1,0.1 (default: all train)."),
     ] = None,
-    split_by: Annotated[
-        SplitBy,
-        typer.Option(
-            "--split-by",
-            help="What --split keeps together: definition-group = entries that share a definition (casefolded, "
-            "whitespace and trailing punctuation ignored) go to one split, so no held-out definition is a training "
-            "one; entry = each entry alone, as before (aliases and synonyms that share a gloss can end up on both sides).",
-        ),
-    ] = SplitBy.definition_group,
+    split_by: SplitByOption = SplitBy.definition_group,
     sample: Annotated[
         int | None,
         typer.Option("--sample", min=1, help="Keep a seeded random sample of N entries, in order (after filters)."),
@@ -118,10 +122,10 @@ def build_dict(
       defsent build-dict /usr/share/dictd/foldoc.index --category programming \\
           -o foldoc.jsonl --stats
     """
-    from ..dictionary.build import BuildSettings, build_dictionary, default_sources, parse_fractions
-    from ..dictionary.stats import dictionary_stats, source_stats
+    from ..dictionary.build import BuildSettings, build_dictionary, default_sources
+    from ..dictionary.splitting import parse_fractions
     from ..encoder.models import load_tokenizer
-    from ..formats.dictionary import SPLITS, write_dictionary
+    from ..formats.dictionary import write_dictionary
 
     check_output(output, force, stdout=True)
     _check_encoding(encoding)
@@ -150,6 +154,15 @@ def build_dict(
     dropped: Counter[tuple[str, str]] = Counter()
     entries = build_dictionary(inputs, settings, show_progress=show_progress, origins=origins, dropped=dropped)
     write_dictionary(output, entries)
+    _report(output, entries, settings.tokenizer, origins, dropped, stats)
+
+
+def _report(output: Path, entries, tokenizer, origins: dict[str, list[str]], dropped: Counter, stats: bool) -> None:
+    """What build-dict wrote, in one line on stderr; with ``--stats`` the tables per split, per source and of the
+    definitions dropped."""
+    from ..dictionary.stats import dictionary_stats, source_stats
+    from ..formats.dictionary import SPLITS
+
     n_defs = sum(len(e.definitions) for e in entries)
     names = sorted({s for e in entries for s in e.sources})
     counts = {s: sum(e.split == s for e in entries) for s in SPLITS}
@@ -157,7 +170,7 @@ def build_dict(
     split_text = ", ".join(f"{s} {n:,}" for s, n in counts.items() if n)
     say(f"wrote {len(entries):,} entries, {n_defs:,} definitions from {', '.join(names)} to {where} ({split_text})")
     if stats:
-        show(stats_table(dictionary_stats(entries, settings.tokenizer), title=str(output)), to_stdout=False)
+        show(stats_table(dictionary_stats(entries, tokenizer), title=str(output)), to_stdout=False)
         show(source_table(source_stats(entries, origins)), to_stdout=False)
         show(dropped_table(dropped), to_stdout=False)
 

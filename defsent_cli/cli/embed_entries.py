@@ -80,6 +80,7 @@ def embed_entries(
         int,
         typer.Option("--texts-per-entry", min=1, help="With --texts: the lines kept per entry (the file's first)."),
     ] = 32,
+    dims: opt.Dims = None,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -93,6 +94,7 @@ def embed_entries(
           | defsent embed-entries --encoder ckpt/ --pool mean -o bank.h5
       defsent embed-entries glossary.jsonl --pool cls --texts titles.txt \\
           -o bank.h5
+      defsent embed-entries dict.jsonl -m mrl-ckpt/ --dims 128 -o bank-128.h5
 
     Memory is bounded whatever the size of the dictionary: the model and one part of --part-size definitions;
     the rows are streamed into the output (its disk space checked and reserved first). Under torchrun the
@@ -129,13 +131,15 @@ def embed_entries(
                 shard=True,
                 dictionary_name="-" if from_stdin else None,
                 texts=found,
+                dims=dims,
             )
     if bank is None:  # not rank 0: rank 0 writes
         return
     named = None if texts is None else _names(texts)
     averaged = "definitions" if found is None else f"texts and definitions; {bank.from_texts} entries from {named}"
+    cut = "" if dims is None else f", the leading {bank.dim} of {loaded.dim}"
     say(
-        f"wrote {output}: {bank.entries} entries x {bank.dim} dims ({bank.kind}, "
+        f"wrote {output}: {bank.entries} entries x {bank.dim} dims{cut} ({bank.kind}, "
         f"{bank.definitions} {averaged}, {describe(loaded)})"
     )
 

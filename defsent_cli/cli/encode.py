@@ -15,24 +15,11 @@ from ..errors import DefsentError
 from ..io import check_output, is_stdout
 from . import options as opt
 from .boundary import guard, warn_given
-from .groups import Group, Values, option, takes_groups
+from .groups import Values, takes_groups
+from .input_options import RECORDS, refuse_blank
 from .models import MODEL, TOOLBOX, encode_spec, load_encoder
 
 VectorFormat = opt.choices("VectorFormat", ("npy", "jsonl", "json", "h5"))
-
-#: How encode and index read their texts: a JSONL field and its ids, blank lines (index says what it does with them).
-RECORDS = Group(
-    "records",
-    {
-        "field": option("--field", type=str | None, help="Read JSONL and embed this string field of each object."),
-        "id_field": option(
-            "--id-field",
-            type=str | None,
-            help="With --field: each row's id in JSON outputs, each once (default: the line number).",
-        ),
-        "skip_blank": option("--skip-blank", type=bool, help="Skip blank lines instead of failing.", default=False),
-    },
-)
 
 
 def encode_command(
@@ -76,6 +63,7 @@ def encode_command(
     ] = False,
     pooling: opt.Pooling = None,
     toolbox: Values = TOOLBOX(),
+    dims: opt.Dims = None,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -91,12 +79,12 @@ def encode_command(
           --store-text -o vecs.jsonl
       defsent encode -m ckpt/ --pooling ditto --ditto-head 1-10 \\
           --post-file post.h5 -i sents.txt -o vecs.h5
+      defsent encode -m mrl-ckpt/ --dims 128 < sents.txt > vecs.npy
 
     Under torchrun the processes share the work and rank 0 writes the one output.
     """
     from ..encoder.onnx_runtime import describe  # torch and numpy: imported by the command, not by --help
-    from ..formats.plain import read_plain_records
-    from ..formats.vectors import refuse_nonfinite, write_vectors
+    from ..formats.vectors import refuse_nonfinite
 
     spec = encode_spec(pooling, toolbox)
     if sentences and inputs:
@@ -125,18 +113,8 @@ def encode_command(
     )
     # Under torchrun every process shares stdin: only rank 0 reads it, and sends the texts to the others.
     from_stdin = distributed.active() and "-" in sources and not sentences
-    texts: list[str] = []
-    ids: list = []
-    where: list[tuple[str, int]] = []
-    if sentences:
-        texts, ids = list(sentences), list(range(1, len(sentences) + 1))
-        if records.id_field is not None:
-            raise DefsentError("--id-field reads JSONL input: texts given as arguments are numbered 1, 2, ...")
-    elif distributed.is_main() or not from_stdin:
-        ids, texts = read_plain_records(
-            sources, records.field, records.id_field, records.skip_blank, "encode", "sentences", where
-        )
-    encoder = load_encoder(spec, model, show_progress=show_progress)
+    texts, ids, where = _read_texts(sentences, sources, records, from_stdin)
+    encoder = load_encoder(spec, model, show_progress=show_progress).cut_to(dims)
     loaded = encoder.loaded
     with distributed.session(loaded.device):
         if from_stdin:
@@ -148,24 +126,46 @@ def encode_command(
     if similarity:
         write_similarity(texts, vectors, chosen)
     else:
-        attrs = {"model": str(model.model), "pooling": encoder.label, "normalized": encoder.normalized}
-        attrs["encoding"] = json.dumps(encoder.describe())
-        where = "-" if to_stdout else output
-        write_vectors(where, vectors, texts=texts, attrs=attrs, fmt=chosen, ids=ids, store_text=store_text)
+        target = "-" if to_stdout else output
+        _write_vectors(target, vectors, texts, ids, encoder, model.model, dims is not None, chosen, store_text)
     norm = encoder.normalization()
+    cut = "" if dims is None else f", the leading {encoder.width} of {loaded.dim}"
     say(
-        f"encoded {len(texts)} texts -> {vectors.shape[1]} dims ({encoder.label} pooling, {describe(loaded)}; "
+        f"encoded {len(texts)} texts -> {vectors.shape[1]} dims{cut} ({encoder.label} pooling, {describe(loaded)}; "
         f"{'normalised' if norm['normalized'] else 'not normalised'}: {norm['by']})"
     )
 
 
-def refuse_blank(texts: list[str], what: str, hint: str) -> None:
-    """The one rule for an empty or whitespace-only text given as an argument (encode's texts, search's and
-    lookup's queries; an input line is refused by ``io.read_records``, the server answers 400): an error naming
-    its place."""
-    for number, text in enumerate(texts, 1):
-        if not text.strip():
-            raise DefsentError(f"{what} {number} is blank; {hint}")
+def _read_texts(sentences: list[str] | None, sources: list[str], records, from_stdin: bool):
+    """(texts, ids, where) of encode: the arguments, numbered 1, 2, ...; else the records of the files or stdin
+    (``where``: each text's file and line), read by every process but, for stdin under torchrun, by rank 0 alone
+    (the others get nothing here: rank 0 sends them the texts)."""
+    from ..formats.plain import read_plain_records
+
+    texts: list[str] = []
+    ids: list = []
+    where: list[tuple[str, int]] = []
+    if sentences:
+        texts, ids = list(sentences), list(range(1, len(sentences) + 1))
+        if records.id_field is not None:
+            raise DefsentError("--id-field reads JSONL input: texts given as arguments are numbered 1, 2, ...")
+    elif distributed.is_main() or not from_stdin:
+        ids, texts = read_plain_records(
+            sources, records.field, records.id_field, records.skip_blank, "encode", "sentences", where
+        )
+    return texts, ids, where
+
+
+def _write_vectors(target, vectors, texts, ids, encoder, model, cut: bool, fmt: str, store_text: bool) -> None:
+    """The vectors written to ``target`` (a file or ``-``), with what made them: the model, the pooling, whether
+    they are normalised, their width where ``--dims`` cut them (``cut``), the whole encoding."""
+    from ..formats.vectors import write_vectors
+
+    attrs = {"model": str(model), "pooling": encoder.label, "normalized": encoder.normalized}
+    if cut:
+        attrs["dims"] = encoder.width
+    attrs["encoding"] = json.dumps(encoder.describe())
+    write_vectors(target, vectors, texts=texts, attrs=attrs, fmt=fmt, ids=ids, store_text=store_text)
 
 
 def output_format(output: Path | None, fmt: str | None, similarity: bool) -> str:

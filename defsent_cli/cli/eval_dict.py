@@ -12,9 +12,9 @@ from ..io import check_output, write_json
 from . import options as opt
 from .boundary import guard
 from .groups import Values, change, takes_groups
-from .lookup import CandidateBank, CheckpointModel, QueryPooling, candidates, check_candidates, choose_bank
 from .models import MODEL, QUERIES, load
 from .render import reverse_dictionary_table, show
+from .search_options import CandidateBank, CheckpointModel, QueryPooling, candidates, check_candidates, choose_bank
 
 
 def eval_dict_command(
@@ -29,6 +29,7 @@ def eval_dict_command(
     seed: opt.Seed = opt.SEED_DEFAULT,
     output: opt.ResultsOutput = None,
     pooling: QueryPooling = None,
+    dims: opt.Dims = None,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -39,6 +40,8 @@ def eval_dict_command(
       defsent eval-dict dict.jsonl --split test --model ckpt/ --bank bank.h5 \\
           -o dict-test.json
       defsent eval-dict dict.jsonl --model defsent-ckpt/ -o words.json
+      defsent eval-dict dict.jsonl -m mrl-ckpt/ --bank bank.h5 --dims 128 \\
+          -o dict-128.json
 
     Over the vocabulary (a --objective defsent checkpoint, or --word-head) only the entries that are one
     token are queried, as in DefSent's word-prediction table. The bank is read from its file a chunk of rows at
@@ -52,7 +55,7 @@ def eval_dict_command(
     loaded = load(model)
     bank = choose_bank(loaded, bank, word_head)
     with distributed.session(loaded.device):
-        encoder, entries = candidates(loaded, bank, word_head, pooling, dictionary)
+        encoder, entries = candidates(loaded, bank, word_head, pooling, dictionary, dims)
         metrics = evaluate(
             dictionary,
             encoder,
@@ -74,6 +77,8 @@ def eval_dict_command(
     }
     result["pooling"] = encoder.pooling.name
     result["head"] = encoder.head.mode_description
+    if encoder.cut is not None:  # the leading dims scored, both sides (--dims, or a bank built with it)
+        result["dims"] = encoder.cut
     result.update(metrics)
     table = reverse_dictionary_table(metrics, len(entries))
     if output is not None:

@@ -79,6 +79,7 @@ def eval_sts(
     force: opt.Force = False,
     show_progress: opt.Progress = None,
     toolbox: Values = TOOLBOX(without=("normalize",)),
+    dims: opt.Dims = None,
 ) -> None:
     """Unsupervised STS: Spearman x100 of cosine similarity vs gold on STS12-16, STS-B and SICK-R.
 
@@ -89,6 +90,7 @@ def eval_sts(
           --weighting idf --post quantile
       defsent eval-sts -m 'step1/seed-*' -o sts.json   # mean ± sd over the seeds
       defsent eval-sts -m bi/ --exclude-pairs sts-train.csv -o clean.json
+      defsent eval-sts -m mrl-ckpt/ --dims 128 -o sts-128.json
     """
     import torch
 
@@ -111,7 +113,7 @@ def eval_sts(
 
     def one(path):
         torch.manual_seed(seed)
-        encoder = load_encoder(spec, model, path, show_progress)
+        encoder = load_encoder(spec, model, path, show_progress).cut_to(dims)  # recorded: the JSON's "dims"
         result = evaluate_sts(
             encoder,
             data,

@@ -14,8 +14,8 @@ from ..errors import DefsentError
 from ..io import check_output
 from . import options as opt
 from .boundary import guard
-from .encode import RECORDS
 from .groups import Values, change, takes_groups
+from .input_options import RECORDS
 from .models import BUDGET, MODEL, load
 
 
@@ -43,6 +43,7 @@ def index_command(
             "index: search and serve then use it (--exact scores every row). docs/speed.md has its recall and speed.",
         ),
     ] = False,
+    dims: opt.Dims = None,
     show_progress: opt.Progress = None,
     force: opt.Force = False,
 ) -> None:
@@ -54,17 +55,18 @@ def index_command(
       defsent index docs.jsonl --field text --id-field id -o docs.h5
       cat *.txt | defsent index -m ckpt/ -o corpus.h5
       defsent index big.jsonl --field text --ann -o big.h5
+      defsent index notes.txt -m mrl-ckpt/ --dims 128 -o notes-128.h5
       defsent search --index notes.h5 "a pot for boiling water"
 
     Under torchrun the processes share the encoding and rank 0 writes.
     """
     from ..formats.index import check_index_path
     from ..formats.plain import read_plain_records
-    from ..serve.search import build_index
+    from ..search.index_build import build_index
 
     check_output(check_index_path(output), force)
     if ann:
-        from ..serve.ann import faiss
+        from ..search.ann import faiss
 
         faiss()  # missing FAISS fails before any text is read or the model loads
     sources = [str(p) for p in texts] if texts else ["-"]
@@ -98,10 +100,12 @@ def index_command(
             extra_attrs=extra,
             ann=ann,
             where=where,
+            dims=dims,
         )
     if summary is not None:
+        cut = "" if dims is None else f", the leading {summary.dim} of {loaded.dim}"
         say(
-            f"wrote {output}: {summary.rows:,} texts x {summary.dim} dims ({summary.pooling} pooling, "
+            f"wrote {output}: {summary.rows:,} texts x {summary.dim} dims{cut} ({summary.pooling} pooling, "
             f"{summary.runtime}; unit vectors: scores are cosines{'; an HNSW graph for approximate search' if ann else ''})"
         )
 

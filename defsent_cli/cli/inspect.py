@@ -116,19 +116,11 @@ def inspect(
             raise DefsentError("--plot draws bank or vector files: give PATHS")
     spaces = [load_space(p, limit, seed) for p in paths or []]
     reports = [space_report(space, pairs, seed) for space in spaces]
-    sentences = []
+    models, sentences = [], []
     if folders:
-        import torch
-
-        from ..evaluation.geometry import GeometryData, sentence_geometry
-
         spec = encode_spec(pooling, toolbox)
         models = expand_models(folders)
-        inputs = GeometryData.load(data, corpus, limit, seed, stsb)  # data problems surface before a model loads
-        for path in models:
-            torch.manual_seed(seed)
-            encoder = load_encoder(spec, model, path, show_progress)
-            sentences.append(sentence_geometry(encoder, inputs, pairs, seed))
+        sentences = _sentence_figures(models, model, spec, show_progress, data, corpus, limit, seed, stsb, pairs)
     if reports:
         show(inspect_table(reports), to_stdout=False)
     if sentences:
@@ -142,8 +134,14 @@ def inspect(
         from ..formats.results import provenance
 
         inputs_read = [*(paths or []), *([corpus] if folders and corpus else []), *([data] if folders and data else [])]
-        document["provenance"] = provenance(models if folders else [], inputs_read, seed)
-    with outputs_together(output, plot):  # a plot that fails takes the JSON with it
+        document["provenance"] = provenance(models, inputs_read, seed)
+    _write(document, output, plot, spaces, points, seed, as_json)
+
+
+def _write(document: dict, output: Path | None, plot: Path | None, spaces, points: int, seed: int, as_json: bool):
+    """The figures as JSON (``-o``; on stdout with ``--json``) and the plot of the spaces (``--plot``), the two files
+    written together: a plot that fails takes the JSON with it."""
+    with outputs_together(output, plot):
         if output is not None:
             write_json(output, document)
         if plot is not None:
@@ -156,6 +154,24 @@ def inspect(
         say(f"wrote {plot}")
     if as_json:
         write_stdout(json_text(document, indent=2) + "\n")
+
+
+def _sentence_figures(
+    models: list[Path], model: Values, spec, show_progress, data, corpus, limit, seed: int, stsb: bool, pairs: int
+) -> list[dict]:
+    """``inspect --model``: the figures of each model's sentence embeddings (each seeded alike) on the corpus and
+    STS-B train, read before any model loads (data problems surface first)."""
+    import torch
+
+    from ..evaluation.geometry import GeometryData, sentence_geometry
+
+    inputs = GeometryData.load(data, corpus, limit, seed, stsb)
+    found = []
+    for path in models:
+        torch.manual_seed(seed)
+        encoder = load_encoder(spec, model, path, show_progress)
+        found.append(sentence_geometry(encoder, inputs, pairs, seed))
+    return found
 
 
 def register(app: typer.Typer) -> None:

@@ -69,6 +69,14 @@ OPTIONS = {
         help="Which checkpoint to write: best (best score seen; the default with --eval-every) or last.",
         show_default=False,
     ),
+    "matryoshka": option(
+        "--matryoshka",
+        type=str | None,
+        help="Matryoshka training (Kusupati et al. 2022): the loss at each of these leading widths, summed, so that "
+        "the vectors cut to any of them stand alone (encode --dims, the server's dimensions), e.g. 384,256,128,64; "
+        "WIDTH:WEIGHT weighs one (default 1). Recorded in defsent.json and the model card (matryoshka_dims).",
+        show_default=False,
+    ),
     "data": declared(opt.Data),
     "device": declared(opt.Device),
     "precision": option(
@@ -213,13 +221,17 @@ def fit_objective(
     """What every training command closes with: the run's :class:`TrainConfig` (:func:`loop_config`, with the
     command's ``own`` settings and +MLM's of ``aux``), the run (``training/run.objective_fit``, with the +NM term of
     ``aux``) and its closing line (:func:`trained_summary`, rank 0's). Returns the checkpoint's ``defsent.json``."""
+    from ..training.matryoshka import Matryoshka
     from ..training.run import objective_fit  # torch: imported by the command, not by --help
 
     terms = dict(aux or {})
     nm = noise_matching(*(terms.pop(name, None) for name in ("nm_weight", "nm_temperature", "nm_deletion")))
+    matryoshka = Matryoshka.parse(getattr(loop, "matryoshka", None))
     config = loop_config(loop, objective, model, **terms, **own)
     data = getattr(loop, "data", None)  # the evaluation data, where the command evaluates
-    info = objective_fit(objective, data_file, model, output, config, loop.resume, force, show_progress, data, nm)
+    info = objective_fit(
+        objective, data_file, model, output, config, loop.resume, force, show_progress, data, nm, matryoshka
+    )
     if distributed.is_main():
         item = objective.spec.item
         rate = f"{item}s" if f"{item}s_per_second" in info else None

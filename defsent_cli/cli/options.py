@@ -204,6 +204,17 @@ Progress = Annotated[
     ),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")]
+Dims = Annotated[
+    int | None,
+    typer.Option(
+        "--dims",
+        min=1,
+        help="Keep the leading N dimensions of each vector (1 to the model's width), re-normalised where the vectors "
+        "are normalised: smaller vectors, which a model trained with --matryoshka makes stand alone. A bank or an "
+        "index searched is cut the same way as the queries (default: the width it was built at).",
+        show_default=False,
+    ),
+]
 
 
 def seed_option(help: str) -> Any:

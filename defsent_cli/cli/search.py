@@ -8,26 +8,16 @@ from typing import Annotated
 import typer
 
 from ..console import say
-from ..constraints import Interval
 from ..errors import DefsentError
 from ..io import json_text, write_stdout
 from ..log import note
-from ..serve.ann import EF_SEARCH
 from . import options as opt
 from .boundary import guard, warn_given
-from .groups import Group, Values, change, option, takes_groups
-from .lookup import read_queries
+from .groups import Values, change, takes_groups
+from .input_options import read_queries
 from .models import MODEL, QUERIES, load
+from .search_options import ANN_SEARCH, Dictionary, Similarity, SimilarityName
 
-SimilarityName = opt.choices("SimilarityName", ("cosine", "dot"))
-Similarity = Annotated[
-    SimilarityName,
-    typer.Option(
-        "--similarity",
-        help="cosine, or dot: a bank's raw dot products (lookup's and training's score). An index holds unit "
-        "vectors, so its scores are cosines either way.",
-    ),
-]
 CollectionModel = Annotated[
     Path | None,
     typer.Option(
@@ -39,45 +29,13 @@ CollectionModel = Annotated[
         path_type=str,  # as typed: ./x is a folder, never a Hub name (encoder/hub.py)
     ),
 ]
-Dictionary = Annotated[
-    Path | None,
-    typer.Option(
-        "--dictionary",
-        help="With a bank: the dictionary .jsonl whose definitions the hits show (default: the one the bank "
-        "records, when it is still there unchanged).",
-        show_default=False,
-    ),
-]
-
-
-#: How an index is searched, for search and serve: through its HNSW graph (index --ann) or every row.
-ANN_SEARCH = Group(
-    "ann search",
-    {
-        "exact": option(
-            "--exact",
-            type=bool,
-            help="Score every row even where the index has an HNSW graph (index --ann).",
-            default=False,
-        ),
-        "ef_search": option(
-            "--ef-search",
-            type=int | None,
-            help=f"With an index's HNSW graph: candidates kept while searching (more: better recall, slower; "
-            f"default {EF_SEARCH}).",
-            default=None,
-            show_default=False,
-            constraint=Interval(1, integer=True),
-        ),
-    },
-)
 
 
 def collection_model(model: Path | None, collection: Path) -> Path:
     """The model for a collection's queries: ``-m`` (a folder or a Hub name), else the encoder the file records
     (said in a note), else $DEFSENT_MODEL or the bundled model (said too)."""
     from ..encoder.hub import resolve_model
-    from ..serve.search import recorded_model
+    from ..search.collections import recorded_model
 
     if model is not None:
         return Path(model) if Path(model).is_dir() else resolve_model(str(model))
@@ -93,11 +51,17 @@ def collection_model(model: Path | None, collection: Path) -> Path:
 
 
 def open_collection(
-    path: Path, model: Values, similarity, pooling, dictionary: Path | None = None, how: Values | None = None
+    path: Path,
+    model: Values,
+    similarity,
+    pooling,
+    dictionary: Path | None = None,
+    how: Values | None = None,
+    dims: int | None = None,
 ):
-    """The index or bank at ``path`` with its query encoder, loaded (:mod:`defsent_cli.serve.search`); ``how``:
-    the :data:`ANN_SEARCH` values."""
-    from ..serve.search import bank_collection, index_collection, open_collection_file
+    """The index or bank at ``path`` with its query encoder, loaded (:mod:`defsent_cli.search.collections`); ``how``:
+    the :data:`ANN_SEARCH` values; ``dims``: both sides cut to it (``--dims``)."""
+    from ..search.collections import bank_collection, index_collection, open_collection_file
 
     file = open_collection_file(path)
     how = how or Values(exact=False, ef_search=None)
@@ -123,8 +87,8 @@ def open_collection(
         )
     loaded = load(model, collection_model(model.model, path))
     if file.kind == "index":
-        return index_collection(file, loaded, model.batch_size, opt.value(pooling), how.exact, how.ef_search)
-    return bank_collection(file, loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary)
+        return index_collection(file, loaded, model.batch_size, opt.value(pooling), how.exact, how.ef_search, dims)
+    return bank_collection(file, loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary, dims)
 
 
 def search_command(
@@ -144,6 +108,7 @@ def search_command(
     dictionary: Dictionary = None,
     pooling: opt.Pooling = None,
     how: Values = ANN_SEARCH(),
+    dims: opt.Dims = None,
 ) -> None:
     """Search a text index or an entry bank: the k rows most similar to each query, best first (exact search, or
     an index's HNSW graph where it has one).
@@ -153,17 +118,19 @@ def search_command(
       defsent search --index notes.h5 "a pot for boiling water"
       defsent search --index bank.h5 -k 3 --json "a baby pig"
       defsent search --index docs.h5 -m ckpt/ < queries.txt
+      defsent search --index docs.h5 -m mrl-ckpt/ --dims 128 "a baby pig"
 
     Scores are cosines unless --similarity dot (a bank's raw dot products); the line on stderr says which.
     """
     queries = read_queries(queries, "queries", "give something to search for", "search")
-    collection = open_collection(index, model, similarity, pooling, dictionary, how)
+    collection = open_collection(index, model, similarity, pooling, dictionary, how, dims)
     found = collection.search(queries, k)
     lines = []
     for query, hits in zip(queries, found, strict=True):
         if as_json:
             row = {"query": query, "kind": collection.kind, "similarity": collection.score_kind}
-            row = {**row, "search": collection.search_kind, "results": hits}
+            cut = {} if collection.cut is None else {"dims": collection.cut}  # the leading dims scored
+            row = {**row, "search": collection.search_kind, **cut, "results": hits}
             lines.append(json_text(row))
             continue
         lines.append(query)
@@ -172,6 +139,8 @@ def search_command(
             lines.append(f"  {rank:>2}. {label}\t{hit['score']:.4f}")
     write_stdout("".join(line + "\n" for line in lines))
     what = "rows of the index" if collection.kind == "index" else "entries of the bank"
+    if collection.cut is not None:
+        what += f", each vector's leading {collection.cut} dims"
     if collection.score_kind == "cosine":
         say(f"scores are cosine similarities of each query's vector with the {what} ({collection.search_note})")
     else:

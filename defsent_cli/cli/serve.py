@@ -18,7 +18,7 @@ from . import options as opt
 from .boundary import guard, warn_given
 from .groups import Group, Values, change, option, takes_groups
 from .models import MODEL, PrecisionName, encode_spec, load
-from .search import ANN_SEARCH, Dictionary, Similarity, SimilarityName
+from .search_options import ANN_SEARCH, Dictionary, Similarity, SimilarityName
 
 #: serve's limits, batching and drain: serve/limits.py's Limits, one option a field, its default and rule
 LIMITS = Group(
@@ -129,9 +129,9 @@ def serve_command(
     from ..encoder.onnx_runtime import describe
     from ..formats.bank import open_bank
     from ..formats.index import open_index
+    from ..search.collections import bank_collection, index_collection
     from ..serve.app import Security, create_app
     from ..serve.engine import Engine
-    from ..serve.search import bank_collection, index_collection
     from ..serve.server import DrainingServer
 
     if api_key is not None and not api_key.strip():

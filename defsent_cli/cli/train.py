@@ -23,6 +23,118 @@ Variant = opt.choices("Variant", DEFINITIONS_VARIANTS)
 Schedule = opt.choices("Schedule", SCHEDULES)
 _OWN, _RULES = DEFINITIONS.settings, DEFINITIONS.constraints  # its settings' defaults and rules: the spec's
 
+# train's own options (its objective's settings and the pooling it trains with), each default given in the
+# command's signature from the spec
+DefinitionsBank = Annotated[
+    Path | None,
+    typer.Option(
+        "--bank",
+        help="Entry bank (.h5) built from exactly this dictionary (objective defsent-plus; defsent has none).",
+        show_default=False,
+    ),
+]
+ObjectiveVariant = Annotated[
+    Variant,
+    typer.Option(
+        "--objective",
+        help="defsent-plus: definitions onto their entries' bank vectors (DefSent+); defsent: predict the "
+        "entry word through the frozen word head (DefSent; single-token entries only).",
+    ),
+]
+FreezeEmbeddings = Annotated[
+    bool | None,
+    typer.Option(
+        "--freeze-embeddings/--train-embeddings",
+        help="Freeze the encoder's embedding layer (default: frozen for --objective defsent, as DefSent; "
+        "trained for defsent-plus).",
+        show_default=False,
+    ),
+]
+InferencePooling = Annotated[
+    opt.PoolingName | None,
+    typer.Option("--inference-pooling", help="Pooling the checkpoint uses for encode/eval (default: --pooling)."),
+]
+PoolerOption = Annotated[
+    Pooler,
+    typer.Option(
+        "--pooler",
+        help="Head between pooling and bank: keep (the model's dense+tanh pooler; BERT default), mlm-dense (MLM "
+        "head dense + GELU; RoBERTa default), none (no head), linear (the pooler dense reset to the identity, no "
+        "activation: for untrained poolers and ICA banks), auto (the paper's head for the model's family when the "
+        "folder has it trained, else none, e.g. for all-MiniLM-L6-v2).",
+    ),
+]
+HeadLr = Annotated[
+    float | None,
+    typer.Option(
+        "--head-lr",
+        callback=opt.constrained(CONSTRAINTS["head_lr"]),
+        help="Peak learning rate of the head's dense layer (default: --lr).",
+    ),
+]
+ScheduleOption = Annotated[
+    Schedule | None,
+    typer.Option(
+        "--schedule",
+        help="After the warm-up: linear (decay to 0; DefSent+) or constant (DefSent's code). Default: the objective's.",
+        show_default=False,
+    ),
+]
+BankDtypeOption = Annotated[
+    BankDtype,
+    typer.Option(
+        "--bank-dtype",
+        help="How the frozen bank is held: float16 halves its memory in every process (the loss stays float32).",
+    ),
+]
+ShardBank = Annotated[
+    bool | None,
+    typer.Option(
+        "--shard-bank/--no-shard-bank",
+        help="Under torchrun: each process holds only its 1/N of the bank's rows and the softmax over all "
+        "entries is computed across the processes (the same loss; bank memory per process / N). Default: "
+        f"sharded when the bank takes {SHARD_BANK_BYTES >> 30} GiB or more (in its --bank-dtype), replicated below.",
+        show_default=False,
+    ),
+]
+LogitsOption = Annotated[
+    Logits,
+    typer.Option(
+        "--logits",
+        help="dot: rep . bank row (DefSent+); cosine: cos(rep, bank row) x --scale, the geometry "
+        "sentence-transformers models were trained in.",
+    ),
+]
+Scale = Annotated[
+    float | None,
+    typer.Option(
+        "--scale",
+        callback=opt.constrained(_RULES["scale"]),
+        help="Multiply the logits by this (default: 1 for dot, 20 for cosine).",
+    ),
+]
+LabelSmoothing = Annotated[
+    float,
+    typer.Option(
+        "--label-smoothing",
+        callback=opt.constrained(_RULES["label_smoothing"]),
+        help="Put this share of the target on all entries evenly.",
+    ),
+]
+HeadWarmupSteps = Annotated[
+    int,
+    typer.Option(
+        "--head-warmup-steps",
+        min=0,
+        help="Train only the head for this many steps, then everything (linear probe, then fine-tune: "
+        "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
+    ),
+]
+TrainPoolingOption = Annotated[
+    opt.TrainPooling | None,
+    typer.Option("--pooling", "-p", help=f"Pooling before the head, in training. {opt.OWN_POOLING_HELP}"),
+]
+
 
 def _objective_default(name: str, what: str, kind: type) -> dict:
     """A loop option whose default is the objective's variant's: None on the command line, the help saying each
@@ -45,118 +157,22 @@ def train_command(
     ],
     output: opt.CheckpointOutput,
     model: opt.Model = None,
-    bank: Annotated[
-        Path | None,
-        typer.Option(
-            "--bank",
-            help="Entry bank (.h5) built from exactly this dictionary (objective defsent-plus; defsent has none).",
-            show_default=False,
-        ),
-    ] = None,
-    objective: Annotated[
-        Variant,
-        typer.Option(
-            "--objective",
-            help="defsent-plus: definitions onto their entries' bank vectors (DefSent+); defsent: predict the "
-            "entry word through the frozen word head (DefSent; single-token entries only).",
-        ),
-    ] = _OWN["objective"],
+    bank: DefinitionsBank = None,
+    objective: ObjectiveVariant = _OWN["objective"],
     word_head: opt.WordHead = None,
-    freeze_embeddings: Annotated[
-        bool | None,
-        typer.Option(
-            "--freeze-embeddings/--train-embeddings",
-            help="Freeze the encoder's embedding layer (default: frozen for --objective defsent, as DefSent; "
-            "trained for defsent-plus).",
-            show_default=False,
-        ),
-    ] = _OWN["freeze_embeddings"],
+    freeze_embeddings: FreezeEmbeddings = _OWN["freeze_embeddings"],
     aux: Values = AUX(),
-    pooling: Annotated[
-        opt.TrainPooling | None,
-        typer.Option("--pooling", "-p", help=f"Pooling before the head, in training. {opt.OWN_POOLING_HELP}"),
-    ] = None,
-    inference_pooling: Annotated[
-        opt.PoolingName | None,
-        typer.Option("--inference-pooling", help="Pooling the checkpoint uses for encode/eval (default: --pooling)."),
-    ] = _OWN["inference_pooling"],
-    pooler: Annotated[
-        Pooler,
-        typer.Option(
-            "--pooler",
-            help="Head between pooling and bank: keep (the model's dense+tanh pooler; BERT default), mlm-dense (MLM "
-            "head dense + GELU; RoBERTa default), none (no head), linear (the pooler dense reset to the identity, no "
-            "activation: for untrained poolers and ICA banks), auto (the paper's head for the model's family when the "
-            "folder has it trained, else none, e.g. for all-MiniLM-L6-v2).",
-        ),
-    ] = _OWN["pooler"],
-    head_lr: Annotated[
-        float | None,
-        typer.Option(
-            "--head-lr",
-            callback=opt.constrained(CONSTRAINTS["head_lr"]),
-            help="Peak learning rate of the head's dense layer (default: --lr).",
-        ),
-    ] = None,
-    schedule: Annotated[
-        Schedule | None,
-        typer.Option(
-            "--schedule",
-            help="After the warm-up: linear (decay to 0; DefSent+) or constant (DefSent's code). Default: the "
-            "objective's.",
-            show_default=False,
-        ),
-    ] = None,
-    bank_dtype: Annotated[
-        BankDtype,
-        typer.Option(
-            "--bank-dtype",
-            help="How the frozen bank is held: float16 halves its memory in every process (the loss stays float32).",
-        ),
-    ] = _OWN["bank_dtype"],
-    shard_bank: Annotated[
-        bool | None,
-        typer.Option(
-            "--shard-bank/--no-shard-bank",
-            help="Under torchrun: each process holds only its 1/N of the bank's rows and the softmax over all "
-            "entries is computed across the processes (the same loss; bank memory per process / N). Default: "
-            f"sharded when the bank takes {SHARD_BANK_BYTES >> 30} GiB or more (in its --bank-dtype), replicated below.",
-            show_default=False,
-        ),
-    ] = _OWN["shard_bank"],
-    logits: Annotated[
-        Logits,
-        typer.Option(
-            "--logits",
-            help="dot: rep . bank row (DefSent+); cosine: cos(rep, bank row) x --scale, the geometry "
-            "sentence-transformers models were trained in.",
-        ),
-    ] = _OWN["logits"],
-    scale: Annotated[
-        float | None,
-        typer.Option(
-            "--scale",
-            callback=opt.constrained(_RULES["scale"]),
-            help="Multiply the logits by this (default: 1 for dot, 20 for cosine).",
-        ),
-    ] = _OWN["scale"],
-    label_smoothing: Annotated[
-        float,
-        typer.Option(
-            "--label-smoothing",
-            callback=opt.constrained(_RULES["label_smoothing"]),
-            help="Put this share of the target on all entries evenly.",
-        ),
-    ] = _OWN["label_smoothing"],
-    head_warmup_steps: Annotated[
-        int,
-        typer.Option(
-            "--head-warmup-steps",
-            min=0,
-            help="Train only the head for this many steps, then everything (linear probe, then fine-tune: "
-            "LP-FT, Kumar et al. 2022); for a trainable head such as --pooler linear.",
-        ),
-    ] = _OWN["head_warmup_steps"],
+    pooling: TrainPoolingOption = None,
+    inference_pooling: InferencePooling = _OWN["inference_pooling"],
+    pooler: PoolerOption = _OWN["pooler"],
+    head_lr: HeadLr = None,
+    schedule: ScheduleOption = None,
+    bank_dtype: BankDtypeOption = _OWN["bank_dtype"],
+    shard_bank: ShardBank = _OWN["shard_bank"],
+    logits: LogitsOption = _OWN["logits"],
+    scale: Scale = _OWN["scale"],
+    label_smoothing: LabelSmoothing = _OWN["label_smoothing"],
+    head_warmup_steps: HeadWarmupSteps = _OWN["head_warmup_steps"],
     loop: Values = loop_of(
         DEFINITIONS,
         lr=_objective_default("lr", "Peak learning rate", float),
@@ -190,24 +206,7 @@ def train_command(
     from ..training.definitions import Definitions  # torch: imported by the command, not by --help
 
     objective_name = opt.value(objective)
-    warn_ineffective(
-        ctx,
-        [
-            *training_warnings(loop.eval_every, aux),
-            (
-                "word_head",
-                objective_name == "defsent-plus" and not aux.mlm_weight,
-                "--word-head has no effect: --objective defsent-plus uses a word head only for --mlm-weight",
-            ),
-            ("head_lr", opt.value(pooler) == "none", "--head-lr has no effect: --pooler none has no head to train"),
-            (
-                "shard_bank",
-                not distributed.active(),
-                "--shard-bank has no effect in one process, which holds the whole bank; it shards the bank across "
-                "the processes of torchrun",
-            ),
-        ],
-    )
+    warn_ineffective(ctx, _ineffective(loop, aux, objective_name, opt.value(pooler)))
     definitions = Definitions(
         bank,
         objective=objective_name,
@@ -223,6 +222,25 @@ def train_command(
     )
     own = {"word_head": opt.value(word_head), "schedule": opt.value(schedule), "pooling": pooling, "head_lr": head_lr}
     fit_objective(definitions, dictionary, model, output, loop, aux, force=force, show_progress=show_progress, **own)
+
+
+def _ineffective(loop: Values, aux: Values, objective: str, pooler: str) -> list[tuple[str, bool, str]]:
+    """train's options that cannot take effect, given the others (``boundary.warn_ineffective``'s cases)."""
+    return [
+        *training_warnings(loop.eval_every, aux),
+        (
+            "word_head",
+            objective == "defsent-plus" and not aux.mlm_weight,
+            "--word-head has no effect: --objective defsent-plus uses a word head only for --mlm-weight",
+        ),
+        ("head_lr", pooler == "none", "--head-lr has no effect: --pooler none has no head to train"),
+        (
+            "shard_bank",
+            not distributed.active(),
+            "--shard-bank has no effect in one process, which holds the whole bank; it shards the bank across "
+            "the processes of torchrun",
+        ),
+    ]
 
 
 def register(app: typer.Typer) -> None:

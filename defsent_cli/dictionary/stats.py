@@ -8,14 +8,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..formats.dictionary import SPLITS, Entry
-from .build import normalize_definition
+from .splitting import normalize_definition
 
 HELD_OUT = ("dev", "test")
 
 
 def held_out_in_train(entries: Iterable[Entry]) -> dict[str, int]:
     """Per held-out split (dev, test) present: how many of its definitions are also a definition of a train entry,
-    compared as :func:`.build.normalize_definition` does (casefolded, whitespace collapsed, trailing punctuation
+    compared as :func:`.splitting.normalize_definition` does (casefolded, whitespace collapsed, trailing punctuation
     stripped). Each definition of the split counts once per entry that has it. A split made with ``build-dict
     --split-by definition-group`` (the default) has none; ``--split-by entry`` can have many (shared glosses)."""
     entries = list(entries)

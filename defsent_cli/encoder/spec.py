@@ -12,7 +12,8 @@ Normalisation, like the pooling, defaults to what the model folder says: a sente
 whose ``modules.json`` ends in ``Normalize`` (all-MiniLM-L6-v2) gives unit vectors, as
 sentence-transformers does; ``normalize=True/False`` (``--normalize/--no-normalize``) overrides it
 (:attr:`Encoder.normalized`, the one rule). It comes after the post-processing, which is fitted on and
-applied to the vectors before normalisation.
+applied to the vectors before normalisation. ``--dims N`` (:meth:`Encoder.cut_to`) comes last: the leading N
+dimensions, re-normalised where the vectors are normalised (``space/dims.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..errors import DefsentError
 from ..formats.plain import plain_check
 from ..io import check_input, read_texts
 from ..log import warn
+from ..space.dims import check_dims, leading
 from ..space.linalg import l2_normalize
 from .encode import encode, prepare_pooling
 from .models import LoadedModel
@@ -162,6 +164,7 @@ class Encoder:
     max_length: int | None = None
     show_progress: bool | None = None
     normalize: bool | None = None  # None: the model folder's own (see :attr:`normalized`)
+    dims: int | None = None  # the leading dims kept (``--dims``; :meth:`cut_to`); None: every one
 
     @classmethod
     def of(cls, loaded: LoadedModel, pooling: str | Pooling | None = None, **settings) -> Encoder:
@@ -182,6 +185,17 @@ class Encoder:
         sentence-transformers folder's Normalize module; LoadedModel.normalize)."""
         return self.loaded.normalize if self.normalize is None else self.normalize
 
+    def cut_to(self, dims: int | None) -> Encoder:
+        """Keep the leading ``dims`` dimensions of every vector (``--dims``; None: all), checked against the model's
+        width; returns self."""
+        self.dims = check_dims(dims, self.loaded.dim, model=self.loaded.path)
+        return self
+
+    @property
+    def width(self) -> int:
+        """The width of the vectors it gives: ``--dims``, else the model's."""
+        return self.dims or self.loaded.dim
+
     def normalization(self) -> dict:
         """Whether the vectors are normalised and why, for results JSON and output attributes."""
         if self.normalize is not None:
@@ -194,7 +208,8 @@ class Encoder:
 
     def __call__(self, texts: Sequence[str], description: str = "encoding", shard: bool = False) -> np.ndarray | None:
         """Encode, apply the post-processing (fitted on these texts when it is not fitted), normalise
-        (:attr:`normalized`).
+        (:attr:`normalized`), keep the leading :attr:`dims` (re-normalised where the vectors are normalised:
+        ``space/dims.leading``, the one cut of every path).
 
         ``shard``: under torchrun the processes share the work; rank 0 gets the matrix, others None.
         """
@@ -211,7 +226,7 @@ class Encoder:
         if vectors is None:
             return None
         vectors = apply_post(self.post, vectors)
-        return l2_normalize(vectors) if self.normalized else vectors
+        return leading(l2_normalize(vectors) if self.normalized else vectors, self.dims, self.normalized)
 
     def describe(self) -> dict:
         """Every setting that changes the vectors, for results JSON and output attributes."""
@@ -221,6 +236,8 @@ class Encoder:
         if self.post:
             info["post"] = post_settings(self.post)
         info["normalization"] = self.normalization()
+        if self.dims is not None:
+            info["dims"] = self.dims
         return info
 
 

@@ -57,7 +57,7 @@ class Criterion:
     @property
     def every_process(self) -> bool:
         """Whether under torchrun every process takes part in a score (dict-dev: each scores its share of the
-        bank's rows, see ``bank_search.py``), rather than rank 0 alone."""
+        bank's rows, see ``search/exact.py``), rather than rank 0 alone."""
         return self.name == "dict-dev" and distributed.active()
 
     def prepare(self) -> Criterion:
@@ -99,7 +99,8 @@ class Criterion:
         return self._dict_dev(loaded)
 
     def _dict_dev(self, loaded: LoadedModel) -> float:
-        from .reverse_dict import evaluate, load_bank_for, query_encoder
+        from ..search.queries import query_encoder
+        from .reverse_dict import evaluate, load_bank_for
 
         info = loaded.info
         dictionary = self.dictionary or (Path(info["dictionary"]) if info.get("dictionary") else None)

@@ -1,6 +1,6 @@
 """Reverse dictionary: definition in, ranked entries out (DefSent's def2word task).
 
-A query is represented as in training, ``head(pool(encoder(query)))``, and scored
+A query is represented as in training, ``head(pool(encoder(query)))`` (``search/queries.py``), and scored
 against every bank row by dot product (the training logits).  ``evaluate`` reports
 MRR and top-1/3/10 accuracy over the definitions of one dictionary split, as
 DefSent's word-prediction table does (mean over definitions).
@@ -13,8 +13,6 @@ definition's gold is its entry's token; entries of several tokens are skipped, a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,103 +20,13 @@ import numpy as np
 from .. import distributed
 from ..console import make_progress
 from ..dictionary.build import word_targets
-from ..encoder.encode import encode_ids, encode_ids_sharded
-from ..encoder.head import PoolerHead, head_from_info
-from ..encoder.models import LoadedModel, load_model
-from ..encoder.pooling import Pooling, get_pooling
-from ..encoder.tokenize import tokenize
-from ..encoder.word_head import WordHead, WordTransform, load_word_head, read_word_head
 from ..errors import DefsentError
 from ..formats.bank import Bank, BankFile, check_bank_matches, open_bank
 from ..formats.dictionary import seeded_sample, split_definitions
-from .bank_search import gold_ranks
+from ..search.exact import gold_ranks
+from ..search.queries import QueryEncoder
 
 TOP_K = (1, 3, 10)
-
-
-@dataclass
-class QueryEncoder:
-    """A model, its training pooling and head: turns definitions into bank-space vectors."""
-
-    loaded: LoadedModel
-    pooling: Pooling
-    head: PoolerHead | WordTransform
-    dim: int | None = None  # the head's output width when it is not the model's (a word head with its bias column)
-
-    def encode(
-        self, texts: Sequence[str], batch_size: int = 32, progress=None, task=None, shard: bool = False
-    ) -> np.ndarray:
-        """The vectors of ``texts``; ``shard`` (under torchrun): the processes share the batches and every
-        process gets all the vectors."""
-        pool, head = self.pooling, self.head
-        # the pooling's own settings (layers, Ditto head, token weights) decide what the forward pass returns
-        with_head = replace(pool, name=f"{pool.name}+head", fn=lambda batch: head(pool(batch)))
-        ids = tokenize(texts, self.loaded.tokenizer, pool, self.loaded.max_length)
-        if shard and distributed.active():
-            vectors = encode_ids_sharded(self.loaded, ids, with_head, batch_size, progress, task, dim=self.dim)
-            return distributed.broadcast_object(vectors)
-        return encode_ids(self.loaded, ids, with_head, batch_size, progress, task, dim=self.dim)
-
-
-def query_encoder(loaded: LoadedModel, bank: Bank | BankFile, pooling: str | None = None) -> QueryEncoder:
-    """How a model reads definitions against a bank: a trained defsent checkpoint with its training pooling
-    and head (the training logits); a merged checkpoint with its own pooling and no head; any other model
-    with no head and the pooling of the bank's kind (AC -> cls, AMP -> mean). ``pooling`` overrides."""
-    kind = loaded.info.get("kind", "train") if loaded.source == "defsent" else None
-    if kind == "train" and not trained_word_objective(loaded):
-        name = pooling or loaded.info.get("train_pooling", "cls")
-        head = head_from_info(loaded.model, loaded.info)
-    else:
-        own = loaded.info.get("pooling") if kind else None
-        name = pooling or own or str(bank.attrs.get("pooling", "mean"))
-        head = PoolerHead(None, "identity")
-    if bank.dim != loaded.dim:
-        raise DefsentError(
-            f"the bank has {bank.dim} dims but the model {loaded.path} has {loaded.dim}; "
-            "embed the entries with this model (or one of its size)",
-            path=bank.source,
-        )
-    return QueryEncoder(loaded, get_pooling(name), head.to(loaded.device))
-
-
-def trained_word_objective(loaded: LoadedModel) -> bool:
-    """True for a checkpoint trained with ``--objective defsent`` (it carries its word head)."""
-    return loaded.source == "defsent" and loaded.info.get("objective") == "defsent"
-
-
-def vocabulary_bank(loaded: LoadedModel, head: WordHead) -> Bank:
-    """Every token of the vocabulary as a candidate; its row is the word head's (``[E | b]`` or ``E``)."""
-    tokenizer = loaded.tokenizer
-    tokens = tokenizer.convert_ids_to_tokens(list(range(head.matrix.shape[0])))
-    entries = [tokenizer.convert_tokens_to_string([t]).strip() if t is not None else "" for t in tokens]
-    vectors = head.matrix.detach().cpu().float().numpy()
-    attrs = {"kind": "vocabulary", "word_head": head.kind, "splits": "train,dev,test"}
-    return Bank(entries, vectors, np.ones(len(entries), dtype=np.int64), attrs, source=loaded.path)
-
-
-def word_query_encoder(
-    loaded: LoadedModel, word_head: str | None = None, pooling: str | None = None
-) -> tuple[QueryEncoder, Bank]:
-    """(query encoder, vocabulary bank) of a model ranking the vocabulary: a ``--objective defsent`` checkpoint
-    with its stored word head and training pooling, or any model with ``word_head`` (mlm | embeddings; pooling
-    default: a defsent checkpoint's own, else cls, DefSent's choice for BERT-base)."""
-    if trained_word_objective(loaded) and word_head is None:
-        head = read_word_head(loaded.path, loaded.model)
-        name = pooling or loaded.info.get("train_pooling", "cls")
-    else:
-        head = load_word_head(loaded, word_head or "mlm")
-        own = loaded.info.get("train_pooling") or loaded.info.get("pooling") if loaded.source == "defsent" else None
-        name = pooling or own or "cls"
-    head = head.to(loaded.device)
-    encoder = QueryEncoder(loaded, get_pooling(name), head.transform, dim=int(head.matrix.shape[1]))
-    return encoder, vocabulary_bank(loaded, head)
-
-
-def load_query_encoder(
-    model: str | Path, bank: Bank | BankFile, pooling: str | None = None, device: str = "auto"
-) -> QueryEncoder:
-    """:func:`query_encoder` of the model folder ``model``."""
-    return query_encoder(load_model(model, device), bank, pooling)
 
 
 def rank_metrics(ranks: np.ndarray) -> dict:
@@ -148,8 +56,8 @@ def evaluate(
 ) -> dict:
     """MRR and top-1/3/10 over the definitions of ``split`` (the bank must match the dictionary);
     ``limit``: a seeded random sample of that many definitions (as ``train --limit``).
-    A vocabulary bank (:func:`vocabulary_bank`): the single-token entries' definitions, gold = their token.
-    The bank's rows are scored a chunk at a time (``bank_search.gold_ranks``): a :class:`BankFile` is never
+    A vocabulary bank (``search/queries.vocabulary_bank``): the single-token entries' definitions, gold = their token.
+    The bank's rows are scored a chunk at a time (``search/exact.gold_ranks``): a :class:`BankFile` is never
     held whole. ``sharded`` (under torchrun, every process calling this): the processes share the encoding and
     each scores its share of the bank's rows; every process gets the metrics."""
     skipped = None

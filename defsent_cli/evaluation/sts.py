@@ -53,6 +53,32 @@ def check_options(aggregation: str, backend: str) -> None:
         require_mteb()
 
 
+def _task_entry(task: STSTask, chosen: dict, aggregates: dict, per: list) -> dict:
+    """One task's entry of the results: its score under the aggregation (``chosen``), its size and files; a year's
+    task (STS12-16) also each aggregation's score and each subset's."""
+    entry = {
+        "spearman": number(chosen["spearman"]),
+        "pearson": number(chosen["pearson"]),
+        "n": task.n,
+        "expected_n": task.expected,
+        "complete": not task.missing and (task.expected is None or task.n + task.excluded == task.expected),
+        "excluded": task.excluded,
+        "split": task.split,
+        "files": task.files,
+        "folder": str(task.folder),
+    }
+    if task.name in STS_YEARS:
+        entry["aggregates"] = {
+            key: {"spearman": number(v["spearman"]), "pearson": number(v["pearson"])} for key, v in aggregates.items()
+        }
+        entry["subsets"] = {
+            sub.name: {"spearman": number(s), "pearson": number(p), "n": n}
+            for sub, (s, p, n) in zip(task.subsets, per, strict=True)
+        }
+        entry["missing_subsets"] = list(task.missing)
+    return entry
+
+
 def evaluate_sts(
     model: object,
     data_root: str | Path | None = None,
@@ -135,28 +161,7 @@ def evaluate_sts(
                 "n": twin.n,
             }
         per, aggregates, chosen = scored(task, known)
-        entry = {
-            "spearman": number(chosen["spearman"]),
-            "pearson": number(chosen["pearson"]),
-            "n": task.n,
-            "expected_n": task.expected,
-            "complete": not task.missing and (task.expected is None or task.n + task.excluded == task.expected),
-            "excluded": task.excluded,
-            "split": task.split,
-            "files": task.files,
-            "folder": str(task.folder),
-        }
-        if task.name in STS_YEARS:
-            entry["aggregates"] = {
-                key: {"spearman": number(v["spearman"]), "pearson": number(v["pearson"])}
-                for key, v in aggregates.items()
-            }
-            entry["subsets"] = {
-                sub.name: {"spearman": number(s), "pearson": number(p), "n": n}
-                for sub, (s, p, n) in zip(task.subsets, per, strict=True)
-            }
-            entry["missing_subsets"] = list(task.missing)
-        result["tasks"][task.name] = entry
+        result["tasks"][task.name] = _task_entry(task, chosen, aggregates, per)
     scores = result["tasks"].values()
     result["average"] = {
         "spearman": number(mean_or_none([t["spearman"] for t in scores])),

@@ -6,7 +6,7 @@ or a number, so an id read from ``--id-field`` comes back with its type). The ro
 into datasets created at their final size (:func:`index_output`, as a streamed bank), and read a chunk at a time
 (:class:`IndexFile`), so neither needs the whole matrix in memory. :class:`IndexFile` has the reading side of a
 :class:`~defsent_cli.formats.bank.BankFile` (``len``, ``dim``, ``iter_rows``, ``rows_at``), so the exact search
-over a bank (``evaluation/bank_search.top_k``) searches it unchanged.
+over a bank (``search/exact.top_k``) searches it unchanged.
 
 An index proves it is intact: the writer records its ``rows`` and ``dim``, the SHA-256 of each block of
 :data:`BLOCK_ROWS` rows of ``vectors`` (the dataset :data:`DIGESTS`) and of every dataset attached beside the rows
@@ -103,7 +103,7 @@ class IndexWriter:
                 self._block, self._filled = _sha256(), 0
 
     def attach(self, name: str, data, attrs: dict) -> None:
-        """A dataset beside the rows (an ANN graph, ``serve/ann.py``), written with the index, gone with it; its
+        """A dataset beside the rows (an ANN graph, ``search/ann.py``), written with the index, gone with it; its
         SHA-256 is recorded in the file's attribute ``<name>_sha256`` (checked by its reader)."""
         import numpy as np
 
@@ -148,7 +148,7 @@ class IndexFile:
     n: int
     dim: int
     attrs: dict = field(default_factory=dict)
-    #: the datasets beside the rows (an ANN graph: ``serve/ann.py``)
+    #: the datasets beside the rows (an ANN graph: ``search/ann.py``)
     extras: tuple[str, ...] = ()
     #: the SHA-256 of each block of ``block_rows`` rows, as written; None for an index written before they were
     digests: tuple[str, ...] | None = None

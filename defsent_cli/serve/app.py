@@ -1,7 +1,8 @@
 """The HTTP API of ``defsent serve`` (FastAPI on uvicorn; docs/serve.md).
 
 - ``POST /v1/embeddings``: OpenAI's embeddings API (``input`` a string or a list of strings, ``encoding_format``
-  float or base64, ``usage`` token counts, OpenAI's error object and status codes);
+  float or base64, ``dimensions`` the leading ones kept as ``encode --dims`` keeps them, ``usage`` token counts,
+  OpenAI's error object and status codes);
 - ``POST /v1/lookup`` (the reverse dictionary over the served bank), ``POST /v1/search`` (the served index);
 - ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /v1/models``, and ``GET /``: the page.
 
@@ -33,6 +34,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from ..space.dims import dims_problem, leading
 from .batcher import QueueFull, Stopping
 from .engine import Engine, TooLong
 from .http_errors import CLIENT_LEFT, ENGINE_ERRORS, ApiError, engine_error, error_body
@@ -243,17 +245,16 @@ class Routes:
         if fmt not in ("float", "base64"):
             raise ApiError(400, f"encoding_format must be 'float' or 'base64', not {fmt!r}", param="encoding_format")
         dimensions = body.get("dimensions")
-        if dimensions is not None and dimensions != engine.dim:
-            raise ApiError(
-                400,
-                f"this model's embeddings have {engine.dim} dimensions; 'dimensions' {dimensions!r} is not supported",
-                param="dimensions",
-            )
+        wrong = None if dimensions is None else dims_problem(dimensions, engine.dim)
+        if wrong is not None:  # checked before the texts join a batch: a bad request fails alone
+            raise ApiError(400, f"'dimensions' {json.dumps(dimensions)[:40]} {wrong}", param="dimensions")
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             raise ApiError(400, "'model' must be a string", param="model")
         counts = await self.measured(texts, body, "input")
         vectors = await self.batched("embeddings", request, texts)
+        # the batch is encoded at full width; each request keeps its leading dims as encode --dims does
+        vectors = leading(np.stack(vectors), dimensions, engine.encoder.normalized)
         data = []
         for number, vector in enumerate(vectors):
             row = np.asarray(vector, dtype="<f4")
@@ -289,6 +290,8 @@ class Routes:
             raise engine_error(exc) from None
         rows = [{"query": q, "results": hits} for q, hits in zip(queries, found, strict=True)]
         head = {"object": "list", "kind": collection.kind, "similarity": collection.score_kind}
+        if collection.cut is not None:  # an index or a bank built with --dims: the queries cut to its width
+            head["dimensions"] = collection.cut
         return {**head, "search": collection.search_kind, "data": rows}
 
     def model_card(self) -> dict:

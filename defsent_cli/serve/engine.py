@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..encoder.tokenize import tokenize
+from ..search.collections import Collection
 from .batcher import Batcher
 from .limits import Limits
 from .metrics import Metrics
-from .search import Collection
 
 
 class TooLong(Exception):

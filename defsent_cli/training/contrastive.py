@@ -127,10 +127,15 @@ class Contrastive(Objective):
             raise DefsentError(f"simcse pools with cls or mean, not {config.pooling!r}")
         self.mlp = config.pooling == "cls" if self.mlp is None else bool(self.mlp)
 
-    def nm_refusal(self) -> str | None:
-        if self.variant == "nm":
+    def refusal(self, term: str) -> str | None:
+        if term == "nm" and self.variant == "nm":
             return "--objective nm is Noise Matching already; --nm-weight adds it to another objective (simcse)"
-        return None
+        if term == "matryoshka" and self.mlp:
+            return (
+                "--matryoshka trains the widths of the vectors the model serves, and simcse's MLP (on with cls pooling) "
+                "is training-only: add --no-mlp, or train with --pooling mean"
+            )
+        return super().refusal(term)
 
     def read(self, path: Path, config: TrainConfig) -> list[str]:
         texts = sample_sentences(path, self.split, config)

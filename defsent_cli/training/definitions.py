@@ -129,6 +129,14 @@ class Definitions(Objective):
         elif self.bank_path is None:
             raise DefsentError("--objective defsent-plus trains against an entry bank: pass --bank BANK.h5")
 
+    def refusal(self, term: str) -> str | None:
+        if term == "matryoshka" and self.logits == "cosine":
+            return (
+                "--matryoshka cuts both sides of the logits' dot product; --logits cosine normalises the bank at its "
+                "full width: use --logits dot"
+            )
+        return super().refusal(term)
+
     def card(self) -> tuple[str, str]:
         return self.cards[self.objective]
 

@@ -104,7 +104,13 @@ def forward(run, on: Batch, mlm_on: Batch | None = None, head_only: bool = False
     in the same call and its loss against the frozen word head is added. With the run's NM (``run.nm``, from
     ``--nm-weight``) and ``nm_on`` (the sentences of ``on``'s first rows), their damaged copies go through the
     model, pooling and head in the same call, and NM's InfoNCE pulls them onto those rows' representations,
-    detached. ``head_only``: the encoder runs without gradient (a head warm-up), without the auxiliary terms."""
+    detached. ``head_only``: the encoder runs without gradient (a head warm-up), without the auxiliary terms.
+
+    Under ``--matryoshka`` (``run.prefix_cache``, ``matryoshka.py``) the representations come back cut to the
+    current prefix's width, the pass made once per step, and the auxiliary terms go to the cache (added once)."""
+    cache = run.prefix_cache  # --matryoshka: the widest prefix records the step's passes, the others replay them
+    if cache is not None and cache.replaying:
+        return cache.replay(), None
     input_ids, attention_mask, padded = on
     device = run.device
     mlm = run.mlm if mlm_on is not None and not head_only else None
@@ -128,7 +134,7 @@ def forward(run, on: Batch, mlm_on: Batch | None = None, head_only: bool = False
         noised=noised,
     )
     if mlm is None and nm is None:
-        return out, None
+        return (out, None) if cache is None else (cache.record(out, None), None)
     reps, states, noised_reps = out
     terms = []
     if mlm is not None:
@@ -137,4 +143,5 @@ def forward(run, on: Batch, mlm_on: Batch | None = None, head_only: bool = False
         n = len(nm_on.texts)
         sizes = None if run.sizes is None else [size * nm_on.per_item for size in run.sizes]
         terms.append(nm.loss(reps[:n], noised_reps, sizes))
-    return reps, sum(terms[1:], terms[0])
+    aux = sum(terms[1:], terms[0])
+    return (reps, aux) if cache is None else (cache.record(reps, aux), None)

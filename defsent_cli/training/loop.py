@@ -32,44 +32,18 @@ from ..encoder.models import load_model
 from ..encoder.pooling import get_pooling
 from ..encoder.precision import autocast, deterministic, grad_scaler, resolve_train_precision, tf32
 from ..encoder.word_head import load_word_head
-from ..errors import DefsentError, count
+from ..errors import DefsentError
 from ..evaluation.criteria import Criterion
 from ..formats.checkpoint import CHECKPOINT_FORMAT
 from ..log import warn
 from .config import EVAL_EACH_EPOCH, TrainConfig
 from .data import Schedule
 from .dev_eval import DevTracker
+from .lr_schedule import idle_schedule_warning, linear_schedule
+from .matryoshka import Matryoshka, PrefixCache
 from .mlm import MaskedLM
 from .noise_matching import NoiseMatching
 from .state import STATE_FILE, save_state
-
-
-def linear_factor(warmup: int, total: int, start: int = 0, decay: bool = True):
-    """Linear warm-up to the peak rate, then linear decay to 0 at ``total`` (transformers' linear schedule)
-    or, without ``decay``, the peak rate to the end (DefSent's ``LRPolycy``); 0 before ``start`` (the
-    encoder during a head warm-up), the schedule counted from there."""
-
-    def factor(step: int) -> float:
-        if step < start:
-            return 0.0
-        step, span = step - start, total - start
-        if step < warmup:
-            return step / max(1, warmup)
-        return max(0.0, (span - step) / max(1, span - warmup)) if decay else 1.0
-
-    return factor
-
-
-def linear_schedule(
-    optimizer: torch.optim.Optimizer, warmup: int, total: int, encoder_start: int = 0, decay: bool = True
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """The schedule for every parameter group; the first group (the encoder) starts at ``encoder_start``."""
-    factors = [linear_factor(warmup, total, decay=decay)] * len(optimizer.param_groups)
-    if encoder_start:
-        factors[0] = linear_factor(
-            round(warmup * (total - encoder_start) / max(1, total)), total, encoder_start, decay=decay
-        )
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
 
 
 class StepLoss(NamedTuple):
@@ -84,16 +58,26 @@ class StepLoss(NamedTuple):
 class Loop:
     """One run of one :class:`~objective.Objective`: set up once, then trained by :meth:`run`."""
 
-    def __init__(self, objective, data: Path, base_model: Path, config: TrainConfig, nm: NoiseMatching | None = None):
+    def __init__(
+        self,
+        objective,
+        data: Path,
+        base_model: Path,
+        config: TrainConfig,
+        nm: NoiseMatching | None = None,
+        matryoshka: Matryoshka | None = None,
+    ):
         """``objective``: an :class:`~objective.Objective` (the loop imports no objective, not even the contract's
-        module: it calls the hooks of the one it is handed)."""
+        module: it calls the hooks of the one it is handed); ``nm``: the auxiliary +NM term; ``matryoshka``: the
+        widths trained to stand alone (``matryoshka.py``)."""
         self.objective = objective
         self.config = config  # checked when it was made (TrainConfig.__post_init__)
         objective.check(config)
         self.nm = nm.check() if nm is not None else None  # the auxiliary +NM term (forward.forward computes it)
-        refusal = objective.nm_refusal() if nm is not None else None
-        if refusal:
-            raise DefsentError(refusal)
+        for term, given in (("nm", nm), ("matryoshka", matryoshka)):
+            refusal = objective.refusal(term) if given is not None else None
+            if refusal:
+                raise DefsentError(refusal)
         self.dictionary, self.base_model = Path(data), Path(base_model)
         items = objective.read(self.dictionary, config)
         self.rank, self.world = distributed.rank(), distributed.world()
@@ -111,6 +95,8 @@ class Loop:
         self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
         self.head: torch.nn.Module | None = None  # the head between pooling and the loss, if the setup sets one
         self._word_head = None
+        self.matryoshka = matryoshka.check(self.loaded.dim) if matryoshka is not None else None
+        self.prefix_cache: PrefixCache | None = None  # the step's passes under --matryoshka (forward.forward)
         objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
         # the auxiliary MLM loss of any objective that takes it (forward.forward), on the frozen word head
         self.mlm = (
@@ -138,8 +124,12 @@ class Loop:
             encoder_start=min(self.encoder_start, self.total_steps),
             decay=config.schedule == "linear",
         )
-        if distributed.is_main():
-            self._warn_idle_schedule()
+        idle = idle_schedule_warning(
+            self.scheduler.lr_lambdas[0], self.total_steps, self.encoder_start, self.encoder_start_option,
+            config.warmup_ratio,
+        )  # fmt: skip
+        if idle and distributed.is_main():
+            warn(idle)
         self.step, self.log, self.elapsed = 0, [], 0.0
         self.global_batch: np.ndarray | None = None  # the current step's global batch (train_step)
         self.sizes: list[int] | None = None  # every process's share of it (torchrun), for the gathers
@@ -153,14 +143,6 @@ class Loop:
         if self._word_head is None:
             self._word_head = load_word_head(self.loaded, self.config.word_head)
         return self._word_head
-
-    def _own(self) -> dict[str, dict[str, torch.Tensor]]:
-        """Each module's weights that are not the encoder's (a tied decoder shares its embeddings)."""
-        shared = {p.data_ptr() for p in self.model.parameters()}
-        return {
-            name: {k: v for k, v in module.state_dict().items() if v.data_ptr() not in shared}
-            for name, module in self.objective.modules().items()
-        }
 
     def trained(self) -> list[torch.nn.Parameter]:
         """The encoder's parameters, then the objective's modules' own, each once (the optimiser's order)."""
@@ -182,27 +164,6 @@ class Loop:
         )
         return torch.optim.AdamW(
             groups, lr=config.lr, eps=config.adam_eps, weight_decay=config.weight_decay, fused=True
-        )
-
-    def _warn_idle_schedule(self) -> None:
-        """Say so when the schedule gives the encoder learning rate 0 at every step of the run: the linear warm-up
-        starts at 0 (transformers' schedule), so a run of one step with a warm-up of one (``--max-steps 1
-        --warmup-ratio 0.6``), or a head warm-up as long as the run, trains the encoder not at all."""
-        total, config = self.total_steps, self.config
-        factor = self.scheduler.lr_lambdas[0]
-        start = min(self.encoder_start, total)
-        if total > start + 1 or any(factor(step) > 0 for step in range(total)):
-            return  # from step start + 1 on the rate is above 0: something trains
-        if start >= total:
-            why = f"{self.encoder_start_option} {self.encoder_start} covers all {count(total, 'step')}"
-        else:
-            why = (
-                f"the warm-up ({count(round(config.warmup_ratio * total), 'step')} of {count(total, 'step')}, "
-                "--warmup-ratio) starts at learning rate 0"
-            )
-        warn(
-            f"the encoder trains at learning rate 0 at every step: {why}, so it comes out as it went in; raise "
-            "--max-steps (or --epochs), or lower the warm-up"
         )
 
     @property
@@ -308,8 +269,10 @@ class Loop:
         return {**asdict(self.config), **self.objective.settings()}
 
     def settings(self) -> dict:
-        """The auxiliary terms' settings (+NM's; the state's ``settings``, required equal on ``--resume``)."""
-        return self.nm.settings() if self.nm is not None else {}
+        """The auxiliary terms' settings (+NM's, Matryoshka's; the state's ``settings``, required equal on
+        ``--resume``)."""
+        nm = self.nm.settings() if self.nm is not None else {}
+        return {**nm, **(self.matryoshka.settings() if self.matryoshka is not None else {})}
 
     def inputs(self) -> dict[str, dict]:
         """The files this run reads, by the names the command line gives them, each as a resume recognises it
@@ -323,31 +286,6 @@ class Loop:
             found["--model"] = model_record(self.loaded.transformer_dir or self.base_model, self.base_model)
             self._inputs = found
         return self._inputs
-
-    def extra_state(self) -> tuple[dict, dict[str, torch.Tensor]]:
-        """The objective's document and its modules' weights, and the dev tracker's (with the kept-best weights)."""
-        doc, tensors = self.objective.state_document(), {}
-        for name, weights in self._own().items():
-            tensors.update({f"{name}.{k}": v for k, v in weights.items()})
-        if self.dev is not None:
-            dev, best = self.dev.state()
-            key = self.objective.dev_key
-            doc = {**doc, key: dev} if key is not None else {**doc, **dev}
-            tensors.update({f"{self.objective.best_prefix}{k}": v for k, v in best.items()})
-        return doc, tensors
-
-    def restore_extra_state(self, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
-        # the settings were compared with the saved run's before (state.check_resume)
-        for name, module in self.objective.modules().items():
-            weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
-            module.load_state_dict(weights, strict=False)
-        if self.dev is not None:
-            prefix, own = self.objective.best_prefix, tuple(f"{name}." for name in self.objective.modules())
-            best = {
-                k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)
-            }
-            key = self.objective.dev_key
-            self.dev.restore(extra.get(key, {}) if key is not None else extra, best)
 
     def track_dev(self, criterion: Criterion) -> None:
         """Score the model on ``criterion`` every ``--eval-every`` steps, as it is served."""
@@ -478,12 +416,16 @@ class Loop:
 
     def loss_on(self, index: np.ndarray) -> torch.Tensor | StepLoss:
         """The objective's mean loss over this process's items ``index`` of the global batch (or a
-        :class:`StepLoss`)."""
+        :class:`StepLoss`); under ``--matryoshka`` its weighted sum over the widths (``matryoshka.py``)."""
+        if self.matryoshka is not None:
+            return self.matryoshka.loss(self, index)
         return self.objective.loss(self, index)
 
     def describe(self) -> str:
         """The run in one line, for the start-of-training note."""
         nm = f", + {self.nm.weight:g} x Noise Matching" if self.nm is not None else ""
+        if self.matryoshka is not None:
+            nm += f", Matryoshka at {','.join(map(str, self.matryoshka.dims))} dimensions"
         return self.objective.describe(self) + nm + self._precision_note()
 
     def _precision_note(self) -> str:

@@ -152,9 +152,13 @@ class Objective:
         rules after ``super().check(config)``)."""
         check_all(self.settings(), self.spec.constraints)
 
-    def nm_refusal(self) -> str | None:
-        """Why this objective takes no ``--nm-weight`` (None: it takes it, :attr:`nm`)."""
-        return None if self.nm else f"defsent {self.name} takes no --nm-weight"
+    def refusal(self, term: str) -> str | None:
+        """Why this objective does not take the run-wide term ``term``: ``"nm"`` (``--nm-weight``; by default as
+        :attr:`nm` says) or ``"matryoshka"`` (``--matryoshka``, taken by default); None: it takes it. Asked after
+        :meth:`check`, before anything loads."""
+        if term == "nm" and not self.nm:
+            return f"defsent {self.name} takes no --nm-weight"
+        return None
 
     def read(self, path: Path, config: TrainConfig):
         """The training items of ``path``, read and checked before the model loads (handed to :meth:`setup`)."""

@@ -20,6 +20,7 @@ from ..io import check_output
 from ..log import note
 from .config import TrainConfig
 from .loop import Loop
+from .matryoshka import Matryoshka
 from .noise_matching import NoiseMatching
 from .state import STATE_FILE, load_state, saved_step
 
@@ -88,13 +89,14 @@ def objective_fit(
     show_progress: bool | None = None,
     data: Path | None = None,
     nm: NoiseMatching | None = None,
+    matryoshka: Matryoshka | None = None,
 ) -> dict:
     """Train any :class:`objective.Objective` on ``data_file`` from ``base_model`` and write the checkpoint folder
     ``output``; returns its ``defsent.json``. ``config``: the loop's settings (default: the objective's own,
     ``objective.config(base_model)``, as its command's with no option given; a :class:`TrainConfig` made by hand
     starts from the loop's neutral defaults). With ``config.eval_every`` the model is scored on ``config.eval_on``
     as it trains (evaluation data under ``data``, default ``$DEFSENT_DATA``; ``dev_eval.py``); ``nm``: the auxiliary
-    +NM term (``--nm-weight``). The settings are checked before anything loads. Under torchrun every process calls
+    +NM term (``--nm-weight``); ``matryoshka``: the widths trained to stand alone (``--matryoshka``). The settings are checked before anything loads. Under torchrun every process calls
     this and resumes from the same state (so ``output`` must be on a file system all processes see)."""
     from .loop import Loop
 
@@ -102,7 +104,7 @@ def objective_fit(
     objective.check(config)  # before the output, the evaluation data and the model (the run checks it again)
     output, work_dir = _work_dir(output, resume, force)
     criterion = _criterion(config, data, show_progress, *objective.dev_data(data_file))
-    trainer = _tracking(Loop(objective, data_file, base_model, config, nm), criterion)
+    trainer = _tracking(Loop(objective, data_file, base_model, config, nm, matryoshka), criterion)
     return fit(trainer, output, work_dir, resume, force, show_progress)
 
 

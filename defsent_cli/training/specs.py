@@ -277,6 +277,7 @@ TEACHER = ObjectiveSpec(
     settings={"arch": "ce", "max_score": 5.0, "special_tokens": True},
     constraints={"arch": OneOf(("ce", "cbe")), "max_score": POSITIVE},
     loop=PAIR_LOOP,
+    fixed=("matryoshka",),  # a teacher scores pairs: no widths of its vectors to train
     pooling="mean",
 )
 

@@ -64,7 +64,7 @@ def save_state(path: Path, trainer) -> None:
     tensors.update(optimizer)
     tensors.update({f"rng.{rank}": state for rank, (state, _) in enumerate(rngs)})
     tensors.update({f"rng_cuda.{rank}": state for rank, (_, state) in enumerate(rngs) if state is not None})
-    extra, extra_tensors = trainer.extra_state()
+    extra, extra_tensors = extra_state(trainer)
     tensors.update({f"extra.{k}": v for k, v in extra_tensors.items()})
     tensors = {k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()}
     version, internal, gauss = random.getstate()
@@ -232,4 +232,44 @@ def load_state(path: Path, trainer) -> None:
     random.setstate((version, tuple(internal), gauss))
     trainer.step, trainer.log, trainer.elapsed = int(doc["step"]), list(doc["log"]), float(doc["elapsed"])
     extra = {k.removeprefix("extra."): v for k, v in tensors.items() if k.startswith("extra.")}
-    trainer.restore_extra_state(doc.get("extra") or {}, extra)
+    restore_extra_state(trainer, doc.get("extra") or {}, extra)
+
+
+# --- what the resumable state carries beyond weights, optimiser and log: the objective's and the dev tracker's ---
+
+
+def _own(trainer) -> dict[str, dict[str, torch.Tensor]]:
+    """Each of the objective's modules' weights that are not the encoder's (a tied decoder shares its embeddings)."""
+    shared = {p.data_ptr() for p in trainer.model.parameters()}
+    return {
+        name: {k: v for k, v in module.state_dict().items() if v.data_ptr() not in shared}
+        for name, module in trainer.objective.modules().items()
+    }
+
+
+def extra_state(trainer) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The objective's document and its modules' weights, and the dev tracker's (with the kept-best weights)."""
+    objective = trainer.objective
+    doc, tensors = objective.state_document(), {}
+    for name, weights in _own(trainer).items():
+        tensors.update({f"{name}.{k}": v for k, v in weights.items()})
+    if trainer.dev is not None:
+        dev, best = trainer.dev.state()
+        key = objective.dev_key
+        doc = {**doc, key: dev} if key is not None else {**doc, **dev}
+        tensors.update({f"{objective.best_prefix}{k}": v for k, v in best.items()})
+    return doc, tensors
+
+
+def restore_extra_state(trainer, extra: dict, tensors: dict[str, torch.Tensor]) -> None:
+    """:func:`extra_state`'s, back into the objective's modules and the dev tracker (the settings were compared with
+    the saved run's before: :func:`check_resume`)."""
+    objective = trainer.objective
+    for name, module in objective.modules().items():
+        weights = {k.removeprefix(f"{name}."): v for k, v in tensors.items() if k.startswith(f"{name}.")}
+        module.load_state_dict(weights, strict=False)
+    if trainer.dev is not None:
+        prefix, own = objective.best_prefix, tuple(f"{name}." for name in objective.modules())
+        best = {k.removeprefix(prefix): v for k, v in tensors.items() if k.startswith(prefix) and not k.startswith(own)}
+        key = objective.dev_key
+        trainer.dev.restore(extra.get(key, {}) if key is not None else extra, best)

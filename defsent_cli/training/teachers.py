@@ -190,6 +190,11 @@ class Teacher(Pairs):
     def settings(self) -> dict:
         return {"arch": self.arch, "max_score": self.max_score, "special_tokens": self.special_tokens}
 
+    def refusal(self, term: str) -> str | None:
+        if term == "matryoshka":
+            return "defsent teacher takes no --matryoshka: a teacher scores pairs, its vectors are not what it serves"
+        return super().refusal(term)
+
     def check(self, config: TrainConfig) -> None:
         super().check(config)
         if config.eval_every and config.eval_on == "sts-avg":

@@ -109,6 +109,15 @@ class Tsdae(Objective):
         self.encoded: list[torch.Tensor] = []  # --nm-weight: the damaged sentences' vectors of TSDAE's pass
         if self.nm_weight:
             self.encoder.register_forward_hook(lambda module, args, out: self.encoded.append(out["sentence_embedding"]))
+        if run.matryoshka is not None:  # the decoder reads the vector cut to the prefix's width (matryoshka.py)
+            self.encoder.register_forward_hook(lambda module, args, out: self._cut(run, out))
+
+    @staticmethod
+    def _cut(run: ObjectiveRun, out: dict) -> None:
+        """Under --matryoshka: the vector the decoder reads, its dimensions past the current prefix's zeroed (NM's
+        hook, registered first, keeps the whole one)."""
+        if run.prefix_cache is not None:
+            out["sentence_embedding"] = run.prefix_cache.cut(out["sentence_embedding"])
 
     def modules(self) -> dict[str, torch.nn.Module]:
         return {"decoder": self.loss_model.decoder}
@@ -130,10 +139,19 @@ class Tsdae(Objective):
         if not self.nm_weight:
             return loss
         (keys,) = self.encoded  # the damaged sentences' vectors, as the decoder read them (with gradient)
-        with torch.no_grad():  # the stop-gradient side: the originals, dropout on as in training
-            queries = self.encoder(dict(features[1]))["sentence_embedding"]
         self.encoded.clear()
-        return loss + self.nm_term.loss(queries, keys)
+        cache = run.prefix_cache  # --matryoshka: the NM term once per step, at full width, beside the prefixes
+        if cache is not None and cache.replaying:
+            return loss
+        with torch.no_grad():  # the stop-gradient side: the originals, dropout on as in training
+            self.encoder(dict(features[1]))
+        queries = self.encoded.pop()  # as NM's hook saw it: whole, before --matryoshka's cut
+        self.encoded.clear()
+        term = self.nm_term.loss(queries, keys)
+        if cache is not None:
+            cache.aux = term
+            return loss
+        return loss + term
 
     def describe(self, run: ObjectiveRun) -> str:
         config = run.config

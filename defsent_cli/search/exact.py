@@ -1,5 +1,6 @@
-"""Queries scored against every row of a bank without holding the bank: each query's top-k rows (``lookup``) and
-the rank of its gold row (``eval-dict``, ``train --eval-on dict-dev``).
+"""Exact search: queries scored against every row of a bank or an index without holding it, each query's top-k
+rows (``lookup``, ``search``, the server) and the rank of its gold row (``eval-dict``, ``train --eval-on
+dict-dev``).
 
 The rows are streamed a chunk at a time (``iter_rows``) from a bank in memory (:class:`~defsent_cli.formats.bank.Bank`)
 or on disk (:class:`~defsent_cli.formats.bank.BankFile`: one chunk of rows in memory at a time) and, with

@@ -1,6 +1,6 @@
 """Approximate search for large text indexes: FAISS's HNSW graph over an index's unit vectors (``index --ann``).
 
-Exact search scores every row (``evaluation/bank_search.top_k``), which is what a text index gets by default and
+Exact search scores every row (``exact.top_k``), which is what a text index gets by default and
 what is right up to some hundred thousand rows. Past that, ``defsent index --ann`` adds a hierarchical navigable
 small-world graph (Malkov & Yashunin 2018) built by FAISS (``faiss-cpu``, the optional extra ``ann``):
 ``IndexHNSWFlat`` with the inner-product metric, which on unit vectors is the cosine, so its scores are the exact

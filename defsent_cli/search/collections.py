@@ -1,124 +1,42 @@
-"""Text indexes and exact search: ``defsent index`` (:func:`build_index`), ``defsent search`` and the server's
-``/v1/search`` and ``/v1/lookup`` (:class:`Collection`).
+"""What is searched: a text index or an entry bank with the encoder of its queries (:class:`Collection`), for
+``defsent search`` and the server's ``/v1/search`` and ``/v1/lookup``.
 
 A collection is what is searched, with the encoder of its queries:
 
-- a text index (:mod:`defsent_cli.formats.index`): its rows are the unit vectors of the texts under the model and
-  pooling it records, the queries are encoded the same way, and a dot product is the cosine;
-- an entry bank (the reverse dictionary): the queries are encoded as ``lookup`` encodes them (a trained
-  checkpoint's pooling and head; else the pooling of the bank's kind), and scored against every entry's row by
-  cosine (default) or by dot product (``lookup``'s and training's score).
+- a text index (:mod:`defsent_cli.formats.index`, built by ``index_build.py``): its rows are the unit vectors of
+  the texts under the model and pooling it records, the queries are encoded the same way, and a dot product is the
+  cosine;
+- an entry bank (the reverse dictionary): the queries are encoded as ``lookup`` encodes them (``queries.py``: a
+  trained checkpoint's pooling and head; else the pooling of the bank's kind), and scored against every entry's
+  row by cosine (default) or by dot product (``lookup``'s and training's score).
 
-The search is exact by default: every row is scored, a chunk at a time (``evaluation/bank_search.top_k``), so
-memory holds one chunk of rows whatever the size of the collection. An index built with ``--ann`` carries an HNSW
-graph (``ann.py``), which search uses unless asked for exact search: approximate, much faster on large indexes.
+The search is exact by default: every row is scored, a chunk at a time (``exact.top_k``), so memory holds one
+chunk of rows whatever the size of the collection. An index built with ``--ann`` carries an HNSW graph
+(``ann.py``), which search uses unless asked for exact search: approximate, much faster on large indexes.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, distributed
 from ..errors import DefsentError
 from ..formats.bank import BANK_FORMAT, BankFile, nonfinite_rows, open_bank
-from ..formats.index import INDEX_FORMAT, IndexFile, file_format, index_output, open_index
-from ..formats.vectors import refuse_nonfinite
+from ..formats.index import INDEX_FORMAT, IndexFile, file_format, open_index
 from ..log import note, warn
+from ..space.dims import another_width, collection_dims, cut_rows
+from ..space.linalg import l2_normalize
 from . import ann as ann_module
 
 SIMILARITIES = ("cosine", "dot")
-#: Texts encoded per step while an index is built: the vectors of one chunk are in memory at a time.
-CHUNK_TEXTS = 16384
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
-
-
-# ---------------------------------------------------------------- building an index
-
-
-@dataclass
-class IndexSummary:
-    rows: int
-    dim: int
-    pooling: str
-    runtime: str
-
-
-def build_index(
-    texts: Sequence[str],
-    ids: Sequence,
-    loaded,
-    output: str | Path,
-    pooling: str | None = None,
-    batch_size: int = 32,
-    max_length: int | None = None,
-    show_progress: bool | None = None,
-    source: str = "-",
-    extra_attrs: dict | None = None,
-    chunk_texts: int = CHUNK_TEXTS,
-    ann: bool = False,
-    where: Sequence[tuple[str, int]] | None = None,
-) -> IndexSummary | None:
-    """Encode ``texts`` (rows in order, each with its id) into the index ``output``, ``chunk_texts`` at a time,
-    each chunk's unit vectors written as they come (:func:`~defsent_cli.formats.index.index_output`); with ``ann``
-    an HNSW graph grows with them and is stored in the file (``ann.py``). A text whose vector is NaN or infinite
-    is an error naming its input line (``where``: each text's file and line) and writes nothing. Under torchrun
-    (inside ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other ranks
-    return None."""
-    from ..encoder.onnx_runtime import describe
-    from ..encoder.spec import Encoder
-
-    if not texts:
-        raise DefsentError("no texts to index")
-    encoder = Encoder.of(loaded, pooling, batch_size=batch_size, max_length=max_length, show_progress=show_progress)
-    main = distributed.is_main()
-    text_bytes = sum(len(t.encode("utf-8")) for t in texts)
-    attrs = {
-        "format": INDEX_FORMAT,
-        "encoder": str(Path(loaded.path).resolve()),
-        "pooling": encoder.pooling.name,
-        "max_length": int(loaded.token_limit(max_length)),
-        "normalized": True,
-        "similarity": "cosine",
-        "runtime": describe(loaded),
-        "source": source,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "defsent_version": __version__,
-        **(extra_attrs or {}),
-    }
-    graph = ann_module.HnswBuilder(loaded.dim) if ann and main else None
-    extra = ann_module.graph_bytes(len(texts), loaded.dim) if graph is not None else 0
-    out = index_output(output, len(texts), loaded.dim, text_bytes, extra) if main else nullcontext()
-    with out as writer:
-        for start in range(0, len(texts), chunk_texts):
-            part = list(texts[start : start + chunk_texts])
-            label = f"indexing texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
-            vectors = encoder(part, description=label, shard=True)
-            if writer is not None and vectors is not None:
-                refuse_nonfinite(vectors, loaded.path, where, start)
-                unit = _unit(vectors)
-                writer.write(start, list(ids[start : start + len(part)]), part, unit)
-                if graph is not None:
-                    graph.add(unit)
-        if writer is not None:
-            if graph is not None:
-                writer.attach(ann_module.ANN_DATASET, graph.serialized(), graph.settings)
-                attrs["ann"] = graph.settings["kind"]
-            writer.attrs.update(attrs)
-    return IndexSummary(len(texts), loaded.dim, encoder.pooling.name, describe(loaded)) if main else None
-
-
-# ---------------------------------------------------------------- what is searched
+    """Rows scaled to unit length, as float32 (a zero row stays zero)."""
+    return l2_normalize(np.asarray(vectors, dtype=np.float32))
 
 
 class _UnitRows:
@@ -165,6 +83,8 @@ class Collection:
     definitions: dict = field(default_factory=dict)  # entry -> its definitions (a bank with its dictionary)
     label: str = ""
     ann: ann_module.Hnsw | None = None  # an index's HNSW graph, searched instead of every row
+    rows: object | None = None  # the file's rows cut to the queries' width (``--dims``: space/dims.py); None: as stored
+    cut: int | None = None  # the width the queries are cut to (``--dims``, or the file's own when built with it)
 
     @property
     def search_kind(self) -> str:
@@ -206,9 +126,10 @@ class Collection:
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[dict]]:
         """Each query vector's top ``k`` rows as dicts: an index's ``{id, text, score}``, a bank's ``{entry, score}``
         (with ``definitions`` where the dictionary is known)."""
-        from ..evaluation.bank_search import top_k
+        from .exact import top_k
 
-        rows = self.file if self.kind == "index" or self.similarity == "dot" else _UnitRows(self.file)
+        rows = self.file if self.rows is None else self.rows
+        rows = rows if self.kind == "index" or self.similarity == "dot" else _UnitRows(rows)
         if len(vectors) == 0:
             return []
         indices, scores = top_k(vectors, rows, k) if self.ann is None else self.ann.search(vectors, k)
@@ -261,9 +182,13 @@ def index_collection(
     pooling: str | None = None,
     exact: bool = False,
     ef_search: int | None = None,
+    dims: int | None = None,
 ) -> Collection:
-    """An index with its queries encoded as its texts were (the pooling it records, unit length); a model other
-    than the one it records is a warning (its vectors live in another space), a model of another width an error.
+    """An index with its queries encoded as its texts were (the pooling it records, unit length, cut to the width
+    it was built at: its ``dims``); a model other than the one it records is a warning (its vectors live in another
+    space), a model of another width an error. ``dims`` (``search --dims``): both sides cut to it, the rows as they
+    are read (and searched exactly: the HNSW graph holds the rows at the index's width); wider than the index, an
+    error naming it.
     Searched through its HNSW graph where it has one (unless ``exact``; without FAISS installed, exactly, said in
     a note), the graph checked against the index first (``ann.load_hnsw``). ``ef_search``: None is the default
     (:data:`ann.EF_SEARCH`); given, or ``exact`` given, where it cannot take effect (no graph), a warning. An index
@@ -271,7 +196,7 @@ def index_collection(
     length)."""
     from ..encoder.spec import Encoder
 
-    if index.dim != loaded.dim:
+    if another_width(index.dim, loaded.dim, index.attrs.get("dims")):
         raise DefsentError(
             f"the index has {index.dim} dims but the model {loaded.path} has {loaded.dim}; search it with the "
             f"model that built it ({index.attrs.get('encoder', 'recorded in the index')})",
@@ -284,13 +209,21 @@ def index_collection(
     max_length = index.attrs.get("max_length")
     encoder = Encoder.of(loaded, name, batch_size=batch_size, max_length=int(max_length) if max_length else None)
     encoder.show_progress = False
-    collection = Collection(index, encoder, "cosine", label=str(index.source))
+    cut = encoder.cut_to(collection_dims(dims, index.dim, loaded.dim, index.source, "index")).dims
+    collection = Collection(
+        index, encoder, "cosine", label=str(index.source), rows=cut_rows(index, dims, True), cut=cut
+    )
     if not index.verifiable:
         note(
             f"{index.source} records no checksums (built before defsent recorded them): it cannot be verified; "
             "rebuild it with defsent index to have it checked"
         )
     graph = ann_module.ANN_DATASET in index.extras
+    if graph and collection.rows is not index and not exact:
+        note(f"exact search: {index.source}'s HNSW graph holds its {index.dim}-dim rows, not --dims {dims}")
+        if ef_search is not None:
+            warn(f"--ef-search has no effect at --dims {dims}: every row is scored")
+        return collection
     if not graph:
         if exact:
             warn(f"--exact has no effect: {index.source} has no HNSW graph, so its search is exact anyway")
@@ -320,15 +253,18 @@ def bank_collection(
     batch_size: int = 32,
     pooling: str | None = None,
     dictionary: str | Path | None = None,
+    dims: int | None = None,
 ) -> Collection:
-    """A bank searched as the reverse dictionary: queries encoded as ``lookup`` encodes them; ``dictionary`` (or
-    the one the bank records, when it is still there and unchanged) gives each entry's definitions."""
-    from ..evaluation.reverse_dict import query_encoder
+    """A bank searched as the reverse dictionary: queries encoded as ``lookup`` encodes them (``dims``: both sides
+    cut, ``queries.query_encoder``); ``dictionary`` (or the one the bank records, when it is still there and
+    unchanged) gives each entry's definitions."""
+    from .queries import query_encoder
 
     if similarity not in SIMILARITIES:
         raise DefsentError(f"similarity must be cosine or dot, not {similarity!r}")
-    encoder = query_encoder(loaded, bank, pooling)
-    collection = Collection(bank, lambda texts: encoder.encode(texts, batch_size), similarity, label=str(bank.source))
+    encoder = query_encoder(loaded, bank, pooling, dims)
+    encode = lambda texts: encoder.encode(texts, batch_size)  # noqa: E731
+    collection = Collection(bank, encode, similarity, label=str(bank.source), rows=encoder.rows(bank), cut=encoder.cut)
     collection.definitions = bank_definitions(bank, dictionary)
     return collection
 
