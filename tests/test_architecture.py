@@ -125,14 +125,13 @@ def test_no_command_module_imports_another():
     """What commands share (options, groups, the helpers that read them) lives in the option and helper modules
     (``options.py``, ``groups.py``, ``models.py``, ``loop_options.py``, ``input_options.py``, ``search_options.py``,
     ``boundary.py``, ``render.py``, ``results.py``) or in the library, never in another command."""
+    from defsent_cli.cli.app import command_modules
+
     commands = _command_modules()
-    app = MODULES["defsent_cli.cli.app"]
-    listed = next(
-        node.value
-        for node in ast.walk(app)
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "COMMAND_MODULES" for t in node.targets)
-    )
-    assert commands == {f"defsent_cli.cli.{element.id}" for element in listed.elts}  # found every command, no other
+    registered = command_modules()
+    assert commands == {module.__name__ for module in registered}  # the app finds every command, no other
+    orders = [module.HELP_ORDER for module in registered]  # each states where --help lists it, no two alike
+    assert len(set(orders)) == len(orders)
     for name in sorted(commands):
         others = sorted((_imports(name, MODULES[name]) & commands) - {name})
         assert not others, f"{name} imports the command modules {others}: move what they share to an option module"

@@ -230,9 +230,9 @@ def test_quiet_keeps_errors_and_warnings_only(tiny_bert, tmp_path):
 
 
 def test_every_command_takes_quiet():
-    from defsent_cli.cli.app import COMMAND_MODULES
+    from defsent_cli.cli.app import command_modules
 
-    for module in COMMAND_MODULES:
+    for module in command_modules():
         name = module.__name__.rsplit(".", 1)[1].replace("_", "-")
         help_text = _run([name, "--help"]).stdout.decode()
         assert "-q, --quiet" in help_text, name

@@ -2,67 +2,26 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from pathlib import Path
+
 import typer
 
 from .. import __version__
-from . import (
-    build_dict,
-    ditto_search,
-    embed_entries,
-    encode,
-    eval_cluster,
-    eval_dict,
-    eval_senteval,
-    eval_sts,
-    fit_post,
-    ica,
-    index,
-    inspect,
-    kde_filter,
-    label,
-    lookup,
-    merge,
-    plot,
-    sample_pairs,
-    search,
-    select_best,
-    serve,
-    simcse,
-    teacher,
-    train,
-    train_pairs,
-    tsdae,
-)
 from .boundary import DefsentGroup
 
-COMMAND_MODULES = (
-    build_dict,
-    embed_entries,
-    ica,
-    inspect,
-    train,
-    tsdae,
-    simcse,
-    train_pairs,
-    teacher,
-    label,
-    sample_pairs,
-    kde_filter,
-    plot,
-    select_best,
-    merge,
-    lookup,
-    eval_dict,
-    encode,
-    index,
-    search,
-    serve,
-    eval_sts,
-    eval_senteval,
-    eval_cluster,
-    fit_post,
-    ditto_search,
-)
+
+def command_modules() -> list:
+    """Every command's module: each module of this package with a ``register(app)``, in its ``HELP_ORDER`` (the
+    order ``defsent --help`` lists them in; last without one). A new command is one new module here, nothing else."""
+    found = []
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        module = importlib.import_module(f"{__package__}.{info.name}")
+        if callable(getattr(module, "register", None)):
+            found.append(module)
+    return sorted(found, key=lambda module: (getattr(module, "HELP_ORDER", 1000), module.__name__))
+
 
 app = typer.Typer(
     name="defsent",
@@ -97,7 +56,7 @@ def main(
     """Sentence embeddings from dictionary definitions (DefSent+)."""
 
 
-for module in COMMAND_MODULES:
+for module in command_modules():
     module.register(app)
 
 

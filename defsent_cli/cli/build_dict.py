@@ -243,6 +243,9 @@ def dict_stats(
         show(stats_table(stats, title=str(path)), to_stdout=True)
 
 
+HELP_ORDER = 10  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("build-dict")(guard(build_dict))
     app.command("dict-stats")(guard(dict_stats))

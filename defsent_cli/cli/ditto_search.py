@@ -71,5 +71,8 @@ def ditto_search(
         write_json(output, document)
 
 
+HELP_ORDER = 260  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("ditto-search")(guard(takes_groups(ditto_search)))

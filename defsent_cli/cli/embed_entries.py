@@ -189,5 +189,8 @@ def bank_kind(model: Path, kind, pool) -> str:
     return by_pool.get(own_pooling(model), "AC")
 
 
+HELP_ORDER = 20  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("embed-entries")(guard(takes_groups(embed_entries)))

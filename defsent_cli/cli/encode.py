@@ -217,5 +217,8 @@ def write_similarity(texts: list[str], vectors, fmt: str) -> None:
     write_stdout("\n".join(lines) + "\n")
 
 
+HELP_ORDER = 180  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("encode")(guard(takes_groups(encode_command)))

@@ -80,5 +80,8 @@ def eval_cluster(
     finish(result, table_of(result, cluster_table), output)
 
 
+HELP_ORDER = 240  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("eval-cluster")(guard(takes_groups(eval_cluster)))

@@ -91,5 +91,8 @@ def eval_dict_command(
         show(table, to_stdout=True)
 
 
+HELP_ORDER = 170  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("eval-dict")(guard(takes_groups(eval_dict_command)))

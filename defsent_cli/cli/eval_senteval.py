@@ -92,5 +92,8 @@ def eval_senteval(
     finish(result, table_of(result, senteval_table), output)
 
 
+HELP_ORDER = 230  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("eval-senteval")(guard(takes_groups(eval_senteval)))

@@ -133,5 +133,8 @@ def eval_sts(
     finish(result, table_of(result, sts_table), output)
 
 
+HELP_ORDER = 220  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("eval-sts")(guard(takes_groups(eval_sts)))

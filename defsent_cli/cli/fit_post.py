@@ -53,5 +53,8 @@ def fit_post(
     say(f"fitted {encoder.post.spec()} on {encoder.post.fit_rows:,} sentences ({encoder.label} pooling) -> {output}")
 
 
+HELP_ORDER = 250  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("fit-post")(guard(takes_groups(fit_post)))

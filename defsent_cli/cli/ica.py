@@ -167,5 +167,8 @@ def _fit_on_sample(bank_path, output, method, fit_rows, settings, scale, standar
     )
 
 
+HELP_ORDER = 30  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("ica")(guard(ica))

@@ -110,5 +110,8 @@ def index_command(
         )
 
 
+HELP_ORDER = 190  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("index")(guard(takes_groups(index_command)))

@@ -174,5 +174,8 @@ def _sentence_figures(
     return found
 
 
+HELP_ORDER = 40  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("inspect")(guard(takes_groups(inspect)))

@@ -125,5 +125,8 @@ def kde_filter_command(
     )
 
 
+HELP_ORDER = 120  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("kde-filter")(guard(kde_filter_command))

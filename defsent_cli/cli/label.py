@@ -64,5 +64,8 @@ def label_command(
     )
 
 
+HELP_ORDER = 100  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("label")(guard(label_command))

@@ -72,5 +72,8 @@ def lookup_command(
     )
 
 
+HELP_ORDER = 160  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("lookup")(guard(takes_groups(lookup_command)))

@@ -137,5 +137,8 @@ def merge_command(
     say(f"wrote {output}: {opt.value(method)}, {chosen}{scored}")
 
 
+HELP_ORDER = 150  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("merge")(guard(merge_command))

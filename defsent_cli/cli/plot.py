@@ -70,5 +70,8 @@ def plot_command(
     say(f"wrote {output}: {runs_drawn}, {losses} loss curve{'s' if losses != 1 else ''}, {scored} dev")
 
 
+HELP_ORDER = 130  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("plot")(guard(plot_command))

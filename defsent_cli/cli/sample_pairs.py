@@ -84,5 +84,8 @@ def sample_pairs_command(
     )
 
 
+HELP_ORDER = 110  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("sample-pairs")(guard(takes_groups(sample_pairs_command)))

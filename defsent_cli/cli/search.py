@@ -147,5 +147,8 @@ def search_command(
         say(f"scores are dot products of each query's vector with the {what}, not cosines ({collection.search_note})")
 
 
+HELP_ORDER = 200  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("search")(guard(takes_groups(search_command)))

@@ -104,5 +104,8 @@ def ranking_provenance(criterion: Criterion, ranking: list[dict]) -> dict:
     return provenance(paths, data)
 
 
+HELP_ORDER = 140  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("select-best")(guard(select_best_command))

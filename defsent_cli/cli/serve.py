@@ -188,5 +188,8 @@ def serve_command(
         sock.close()
 
 
+HELP_ORDER = 210  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("serve")(guard(takes_groups(serve_command)))

@@ -120,5 +120,8 @@ def simcse_command(
     fit_objective(contrastive, sentences, model, output, loop, aux, force=force, show_progress=show_progress, **own)
 
 
+HELP_ORDER = 70  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("simcse")(guard(takes_groups(simcse_command)))

@@ -78,5 +78,8 @@ def teacher_command(
     fit_objective(teacher, pairs, model, output, loop, force=force, show_progress=show_progress)
 
 
+HELP_ORDER = 90  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("teacher")(guard(takes_groups(teacher_command)))

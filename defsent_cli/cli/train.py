@@ -243,5 +243,8 @@ def _ineffective(loop: Values, aux: Values, objective: str, pooler: str) -> list
     ]
 
 
+HELP_ORDER = 50  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("train")(guard(takes_groups(train_command)))

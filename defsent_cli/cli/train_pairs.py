@@ -60,5 +60,8 @@ def train_pairs_command(
     )
 
 
+HELP_ORDER = 80  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("train-pairs")(guard(takes_groups(train_pairs_command)))

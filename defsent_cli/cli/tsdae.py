@@ -69,5 +69,8 @@ def tsdae_command(
     fit_objective(tsdae, sentences, model, output, loop, force=force, show_progress=show_progress, pooling=pooling)
 
 
+HELP_ORDER = 60  # where `defsent --help` lists it (cli/app.py)
+
+
 def register(app: typer.Typer) -> None:
     app.command("tsdae")(guard(takes_groups(tsdae_command)))
