@@ -7,6 +7,7 @@ import typer
 from .. import __version__
 from . import (
     build_dict,
+    define,
     ditto_search,
     embed_entries,
     encode,
@@ -52,6 +53,7 @@ COMMAND_MODULES = (
     select_best,
     merge,
     lookup,
+    define,
     eval_dict,
     encode,
     index,

@@ -78,7 +78,7 @@ def group_synonyms(hits: list[dict], k: int) -> list[dict]:
     ``k`` results. Hits without definitions are never grouped (nothing says they mean the same)."""
     out: list[dict] = []
     groups: dict[tuple, dict] = {}
-    for hit in hits:
+    for hit in hits:  # words of one group are equal: listed alphabetically, the first as ``entry``
         key = (hit.get("score"), tuple(hit.get("definitions") or ()))
         if key[1] and key in groups:
             groups[key]["words"].append(hit["entry"])
@@ -87,6 +87,9 @@ def group_synonyms(hits: list[dict], k: int) -> list[dict]:
         if key[1]:
             groups[key] = result
         out.append(result)
+    for result in out:
+        result["words"].sort(key=lambda word: (word.casefold(), word))
+        result["entry"] = result["words"][0]
     return out[:k]
 
 
