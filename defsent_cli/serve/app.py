@@ -332,6 +332,8 @@ class Routes(DictionaryRoutes):
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def page(self):
+        from ..search.reverse import has_pos
+
         engine = self.engine
         html = page_html(
             engine.bank is not None,
@@ -339,6 +341,7 @@ class Routes(DictionaryRoutes):
             bool(self.security.api_key),
             engine.model_name,
             definitions=engine.bank is None or bool(engine.bank.definitions),
+            pos=engine.bank is not None and has_pos(engine.bank),
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
