@@ -96,6 +96,17 @@ def test_wordnet_reader_hand_checked(wordnet_dir):
     assert pairs == expected
 
 
+def test_wordnet_senses_carry_their_part_of_speech_into_the_dictionary(wordnet_dir, tmp_path):
+    senses = {s.entry: s for s in sources.read_wordnet_senses(wordnet_dir)}
+    assert senses["dog"].meta == [{"pos": "noun"}] and senses["able"].meta == [{"pos": "adj"}]
+    assert senses["remote"].meta == [{"pos": "adj"}]  # WordNet's 's', a satellite adjective
+    merged = {e.entry: e for e in build.merge(sources.read_source(wordnet_dir, "wordnet"))}
+    assert merged["interaction"].to_dict()["meta"] == [{"pos": "noun"}]
+    old = tmp_path / "old.jsonl"  # a dictionary written before meta: still read, no meta
+    old.write_text(json.dumps({"entry": "dog", "definitions": ["a pet"]}) + "\n")
+    assert fmt.read_dictionary(old)[0].meta is None
+
+
 def test_wordnet_reader_keeps_examples(wordnet_dir):
     glosses = {lemma: gloss for lemma, gloss, _ in sources.read_wordnet(wordnet_dir, include_examples=True)}
     assert glosses["galore"] == 'existing in abundance; "abounding confidence"; "whiskey galore"'

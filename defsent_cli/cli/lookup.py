@@ -82,13 +82,14 @@ def lookup_command(
             raise DefsentError("--pos and patterns filter a bank's entries: pass --bank BANK.h5")
         return vocabulary_lookup(model, loaded, queries, word_head, pooling, k, as_json)
     from ..search.collections import bank_collection
-    from ..search.reverse import answer, has_pos, no_pos_error
+    from ..search.reverse import answer, no_pos_error
 
+    file = _open(bank)
+    if any(q.pos for q in parsed) and file.all_pos() is None:
+        raise no_pos_error(file.source)
     collection = bank_collection(
-        _open(bank), loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary, dims
+        file, loaded, opt.value(similarity), model.batch_size, opt.value(pooling), dictionary, dims
     )
-    if any(q.pos for q in parsed) and not has_pos(collection):
-        raise no_pos_error(collection)
     texts = [q.text for q in parsed if q.text]
     vectors = iter(collection.vectors(texts) if texts else [])
     found = [answer(collection, q, next(vectors) if q.text else None, k) for q in parsed]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..formats.pos import check_pos
 
-_POS_TOKEN = re.compile(r"(?:^|\s)pos:(\S*)", re.IGNORECASE)
+_POS_TOKEN = re.compile(r"(?:^|\s)pos:([A-Za-z.]*)", re.IGNORECASE)
 _PATTERN = re.compile(r"^[\w'.\-*?]+$")
 
 

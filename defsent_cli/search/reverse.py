@@ -36,9 +36,10 @@ def has_pos(collection: Collection) -> bool:
     return collection.kind == "bank" and _table(collection, "pos") is not None
 
 
-def no_pos_error(collection: Collection) -> DefsentError:
+def no_pos_error(path) -> DefsentError:
+    """The one-line error of a part of speech asked of a bank without them (``path``)."""
     return DefsentError(
-        f"{collection.path} keeps no parts of speech (built before embed-entries kept them, or from a dictionary "
+        f"{path} keeps no parts of speech (built before embed-entries kept them, or from a dictionary "
         "without them), so it cannot filter by one; rebuild it with defsent embed-entries from a dictionary that "
         "has them (build-dict --wordnet, GCIDE), or ask without a part of speech"
     )
@@ -53,7 +54,7 @@ def allowed_rows(collection: Collection, query: Query) -> np.ndarray | None:
     if query.pos is not None:
         pos = _table(collection, "pos")
         if pos is None:
-            raise no_pos_error(collection)
+            raise no_pos_error(collection.path)
         keep &= np.fromiter((query.pos in tags.split(",") for tags in pos), dtype=bool, count=len(pos))
     if query.pattern is not None:
         match = pattern_matcher(query.pattern)

@@ -39,7 +39,7 @@ class DictionaryRoutes:
         except ValueError as exc:
             raise ApiError(400, str(exc), param="pattern" if "pattern" in str(exc) else "pos") from None
         if any(query.pos for query in parsed) and not has_pos(engine.bank):
-            raise ApiError(400, str(no_pos_error(engine.bank)), param="pos", code="no_parts_of_speech")
+            raise ApiError(400, str(no_pos_error(engine.bank.path)), param="pos", code="no_parts_of_speech")
         texts = [query.text for query in parsed if query.text]
         if texts:
             await self.measured(texts, body, "query")
