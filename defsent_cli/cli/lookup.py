@@ -57,8 +57,8 @@ def lookup_command(
     Examples:
       defsent lookup --model ckpt/ --bank bank.h5 "a long-necked African animal"
       defsent lookup --bank bank.h5 --pos noun "a baby pig"
-      defsent lookup --bank bank.h5 "a baby pig:p*"      # meaning and spelling
-      defsent lookup --bank bank.h5 "????let"            # a pattern alone: most senses first
+      defsent lookup --bank bank.h5 "a baby pig:p*"   # meaning and spelling
+      defsent lookup --bank bank.h5 "????let"         # a pattern alone
       defsent lookup --model defsent-ckpt/ "a long-necked African animal"
       defsent lookup -m bert-base/ --word-head mlm "a feeling of great happiness"
       defsent lookup -m mrl-ckpt/ --bank bank.h5 --dims 128 "a baby pig"
@@ -103,7 +103,10 @@ def lookup_command(
         else:
             lines.extend(result_lines(query, hits))
     write_stdout("".join(line + "\n" for line in lines))
-    say(f"scores are {collection.score_kind} similarities of each query with each entry's vector")
+    if collection.score_kind == "cosine":
+        say("scores are cosine similarities of each query's vector with each entry's (as defsent search's)")
+    else:
+        say("scores are dot products of each query's vector with each entry's row (training's score), not cosines")
 
 
 def result_lines(query: str, hits: list[dict]) -> list[str]:
