@@ -268,6 +268,11 @@ class Routes(DictionaryRoutes):
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return {"object": "list", "data": data, "model": engine.model_name, "usage": usage}
 
+    async def request_queries(self, request: Request) -> tuple[dict, list[str]]:
+        """The request's JSON body and its ``query`` texts, within the limits."""
+        body = await read_json(request, self.engine.limits.max_body_bytes)
+        return body, texts_of(body, "query", self.engine)
+
     def k_of(self, body: dict) -> int:
         k = body.get("k", 10)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.engine.limits.max_k:

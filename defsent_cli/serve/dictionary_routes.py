@@ -15,20 +15,19 @@ from .http_errors import ApiError, engine_error
 
 
 class DictionaryRoutes:
-    """``lookup`` and ``define`` over ``self.engine``'s bank."""
+    """``lookup`` and ``define`` over ``self.engine``'s bank (the request's body read by ``Routes.request_queries``,
+    ``k`` by ``Routes.k_of``)."""
 
     async def lookup(self, request: Request):
         """The reverse dictionary: each query parsed (``pos:``, a pattern; the body's ``pos`` and ``pattern`` fields
         apply to every query), filtered before the top k, synonyms grouped (``search/reverse.py``)."""
         from ..search.query_syntax import parse_query
         from ..search.reverse import has_pos, no_pos_error
-        from .app import read_json, texts_of
 
         engine = self.engine
         if engine.bank is None:
             raise ApiError(404, "no bank is served (start the server with --bank BANK.h5)", "not_found_error")
-        body = await read_json(request, engine.limits.max_body_bytes)
-        queries = texts_of(body, "query", engine)
+        body, queries = await self.request_queries(request)
         k = self.k_of(body)
         fields = {name: body.get(name) for name in ("pos", "pattern")}
         for name, value in fields.items():
