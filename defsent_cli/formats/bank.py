@@ -62,9 +62,19 @@ class Bank(BankHeader):
     counts: np.ndarray
     attrs: dict = field(default_factory=dict)
     source: Path | None = None  # the file it was read from (for messages; not stored)
+    pos: list[str] | None = None  # each row's parts of speech (:data:`POS_DATASET`); None: none known
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def all_entries(self) -> list[str]:
+        return list(self.entries)
+
+    def all_counts(self) -> np.ndarray:
+        return self.counts
+
+    def all_pos(self) -> list[str] | None:
+        return self.pos if self.pos and any(self.pos) else None
 
     @property
     def dim(self) -> int:
@@ -310,14 +320,16 @@ class BankFile(BankHeader):
             return np.asarray(h5["vectors"][np.asarray(rows, dtype=np.int64)])
 
     def part(self, start: int = 0, stop: int | None = None, dtype="float32") -> Bank:
-        """Rows ``start`` .. ``stop`` in memory: their entries, vectors and counts, with the bank's attributes."""
+        """Rows ``start`` .. ``stop`` in memory: their entries, vectors, counts and parts of speech (where it keeps
+        them), with the bank's attributes."""
         import numpy as np
 
         stop = self.n if stop is None else stop
         with hdf5_input(self.source, "the bank") as h5:
             entries = _strings(h5["entries"][start:stop])
             counts = np.asarray(h5["counts"][start:stop], dtype=np.int32)
-        return Bank(entries, self.rows(start, stop, dtype), counts, dict(self.attrs), source=self.source)
+            pos = _strings(h5[POS_DATASET][start:stop]) if h5.get(POS_DATASET) is not None else None
+        return Bank(entries, self.rows(start, stop, dtype), counts, dict(self.attrs), source=self.source, pos=pos)
 
     def load(self, dtype="float32") -> Bank:
         """The whole bank in memory."""

@@ -31,7 +31,7 @@ PAGE = """<!doctype html>
   .score { color: #666; font-variant-numeric: tabular-nums; margin-left: .5rem; font-size: .9rem; }
   .defs { color: #333; margin: .15rem 0 0; }
   #status { color: #555; min-height: 1.4rem; }
-  .error { color: #b00020; font-weight: 600; }
+  #status.error { color: #b00020; font-weight: 600; }
   .pos { color: #5a3d8a; font-size: .85rem; font-style: italic; }
   a.word { color: #1d3fa8; text-decoration: underline dotted; }
   #senses { border-left: 3px solid #2b4cb8; padding: .2rem .8rem; margin: .4rem 0 .8rem; background: #f4f6fc; }
