@@ -32,6 +32,7 @@ PAGE = """<!doctype html>
   .defs { color: #333; margin: .15rem 0 0; }
   #status { color: #555; min-height: 1.4rem; }
   #status.error { color: #b00020; font-weight: 600; }
+  .field { display: inline-flex; align-items: center; gap: .35rem; }
   .pos { color: #5a3d8a; font-size: .85rem; font-style: italic; }
   a.word { color: #1d3fa8; text-decoration: underline dotted; }
   #senses { border-left: 3px solid #2b4cb8; padding: .2rem .8rem; margin: .4rem 0 .8rem; background: #f4f6fc; }
@@ -48,8 +49,8 @@ PAGE = """<!doctype html>
   <input id="q" name="q" type="search" autocomplete="off" autofocus placeholder="__PLACEHOLDER__" aria-label="__PLACEHOLDER__">
   __MODE__
   __POS__
-  <label for="k">Top</label>
-  <select id="k" aria-label="number of results"><option>5</option><option selected>10</option><option>20</option></select>
+  <span class="field"><label for="k">Top</label>
+  <select id="k" aria-label="number of results"><option>5</option><option selected>10</option><option>20</option></select></span>
   __KEY__
   <button id="go" type="submit">Search</button>
 </form>
@@ -193,7 +194,10 @@ def page_html(bank: bool, index: bool, auth: bool, model: str, definitions: bool
             '<select id="mode" aria-label="what to search"><option value="lookup">Reverse dictionary</option>'
             '<option value="search">My texts</option></select>'
         )
-    key = '<label for="key">Key</label><input id="key" type="password" placeholder="API key">' if auth else ""
+    key = (
+        '<span class="field"><label for="key">Key</label><input id="key" type="password" placeholder="API key"></span>'
+    )
+    key = key if auth else ""
     selector = ""
     if bank and pos:
         names = "".join(f'<option value="{name}">{name}</option>' for name in ("noun", "verb", "adj", "adv"))
