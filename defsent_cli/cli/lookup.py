@@ -116,7 +116,8 @@ def result_lines(query: str, hits: list[dict]) -> list[str]:
     for rank, hit in enumerate(hits, 1):
         words = ", ".join(hit.get("words") or [hit["entry"]])
         pos = f" ({', '.join(hit['pos'])})" if hit.get("pos") else ""
-        score = f"{hit['score']:.4f}" if hit.get("score") is not None else f"{hit.get('senses', 0)} senses"
+        senses = hit.get("senses", 0)
+        score = f"{hit['score']:.4f}" if hit.get("score") is not None else f"{senses} sense{'' if senses == 1 else 's'}"
         lines.append(f"  {rank:>2}. {words}{pos}\t{score}")
         lines.extend(f"      {text}" for text in hit.get("definitions") or [])
     return lines
