@@ -213,7 +213,7 @@ def test_read_source_formats(tmp_path, wordnet_dir):
     path.write_text("dog\ta pet\n")
     assert list(sources.read_source(path, "tsv")) == [("dog", "a pet", "x")]
     assert sources.detect_format(wordnet_dir) == "wordnet"
-    assert next(iter(sources.read_source(wordnet_dir)))[0] == "physical entity"
+    assert next(iter(sources.read_source(wordnet_dir))).entry == "physical entity"  # with its pos: an Entry
     with pytest.raises(DefsentError, match="unknown format"):
         sources.read_source(path, "xml")
     with pytest.raises(DefsentError, match="directories are read as WordNet"):
@@ -422,7 +422,13 @@ def test_cli_build_dict_filters(cli, tmp_path, wordnet_dir, tiny_bert):
     # One-token entries for the tiny BERT vocabulary, in source order: dog (WordNet), then giraffe
     # (zebra is several word pieces); joy is also one token but --max-entries 2 stops before it.
     assert lines(out) == [
-        {"entry": "dog", "definitions": [DOG_GLOSS], "sources": ["wordnet"], "split": "train"},
+        {
+            "entry": "dog",
+            "definitions": [DOG_GLOSS],
+            "sources": ["wordnet"],
+            "split": "train",
+            "meta": [{"pos": "noun"}],
+        },
         {"entry": "giraffe", "definitions": ["a tall animal"], "sources": ["extra"], "split": "train"},
     ]
     result = cli("build-dict", wordnet_dir, "-o", out, "--force", "--min-definitions", "2")

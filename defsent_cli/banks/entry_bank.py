@@ -217,7 +217,7 @@ def build_bank(
     if means is None:
         return None
     attrs = job.attrs(dictionary, sha256_file(dictionary), wanted)
-    return Bank(whole.entries, means.means(), means.counts.astype(np.int32), attrs)
+    return Bank(whole.entries, means.means(), means.counts.astype(np.int32), attrs, pos=whole.pos)
 
 
 @dataclass

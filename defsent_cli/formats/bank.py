@@ -108,7 +108,8 @@ def check_bank_path(path: str | Path) -> Path:
 
 
 def write_bank(path: str | Path, bank: Bank) -> None:
-    """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts`` + attrs), built in memory:
+    """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts``, ``pos`` where it has them + attrs),
+    built in memory:
     for banks that fit in memory; :func:`bank_output` streams a larger one to disk."""
     import h5py
     import numpy as np
@@ -118,6 +119,8 @@ def write_bank(path: str | Path, bank: Bank) -> None:
         h5.create_dataset("entries", data=bank.entries, dtype=h5py.string_dtype("utf-8"))
         h5.create_dataset("vectors", data=np.asarray(bank.vectors, dtype=np.float32))
         h5.create_dataset("counts", data=np.asarray(bank.counts, dtype=np.int32))
+        if bank.pos is not None:  # the parts of speech a bank built from a dictionary keeps (embed-entries)
+            h5.create_dataset(POS_DATASET, data=list(bank.pos), dtype=h5py.string_dtype("utf-8"))
         for key, value in recorded_attrs(bank.attrs, path).items():
             h5.attrs[key] = value
 
