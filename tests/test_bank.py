@@ -141,7 +141,8 @@ def test_a_bank_written_part_by_part_is_the_in_memory_bank(tmp_path, bert, part)
     summary = write_bank_streamed(dictionary, bert, tmp_path / "parts.h5", "AMP", batch_size=2, part_definitions=part)
     assert (summary.entries, summary.dim, summary.kind, summary.definitions) == (5, 32, "AMP", 7)
     (want, want_attrs), (got, got_attrs) = _h5(tmp_path / "memory.h5"), _h5(tmp_path / "parts.h5")
-    assert got.keys() == want.keys() == {"entries", "vectors", "counts"}
+    assert got.keys() == want.keys() == {"entries", "vectors", "counts", "pos"}
+    assert got["pos"][1].tolist() == want["pos"][1].tolist() == [b""] * 5  # no parts of speech in this dictionary
     assert all(got[name][0] == want[name][0] for name in got)  # the same dataset types
     assert got["entries"][1].tolist() == want["entries"][1].tolist() and got["counts"][1].tolist() == [2, 1, 1, 2, 1]
     np.testing.assert_allclose(got["vectors"][1], want["vectors"][1], atol=1e-6)

@@ -15,7 +15,7 @@ COMMANDS = sorted(command.name for command in app.registered_commands)
 
 def test_every_command_is_registered():
     assert set(COMMANDS) == {
-        "build-dict", "dict-stats", "embed-entries", "ica", "inspect", "train", "select-best", "lookup",
+        "build-dict", "dict-stats", "embed-entries", "ica", "inspect", "train", "select-best", "lookup", "define",
         "eval-dict", "encode", "eval-sts", "eval-senteval", "eval-cluster", "fit-post", "ditto-search", "merge",
         "tsdae", "simcse", "train-pairs", "teacher", "label", "sample-pairs", "kde-filter", "plot",
         "index", "search", "serve",

@@ -96,6 +96,17 @@ def test_wordnet_reader_hand_checked(wordnet_dir):
     assert pairs == expected
 
 
+def test_wordnet_senses_carry_their_part_of_speech_into_the_dictionary(wordnet_dir, tmp_path):
+    senses = {s.entry: s for s in sources.read_wordnet_senses(wordnet_dir)}
+    assert senses["dog"].meta == [{"pos": "noun"}] and senses["able"].meta == [{"pos": "adj"}]
+    assert senses["remote"].meta == [{"pos": "adj"}]  # WordNet's 's', a satellite adjective
+    merged = {e.entry: e for e in build.merge(sources.read_source(wordnet_dir, "wordnet"))}
+    assert merged["interaction"].to_dict()["meta"] == [{"pos": "noun"}]
+    old = tmp_path / "old.jsonl"  # a dictionary written before meta: still read, no meta
+    old.write_text(json.dumps({"entry": "dog", "definitions": ["a pet"]}) + "\n")
+    assert fmt.read_dictionary(old)[0].meta is None
+
+
 def test_wordnet_reader_keeps_examples(wordnet_dir):
     glosses = {lemma: gloss for lemma, gloss, _ in sources.read_wordnet(wordnet_dir, include_examples=True)}
     assert glosses["galore"] == 'existing in abundance; "abounding confidence"; "whiskey galore"'
@@ -202,7 +213,7 @@ def test_read_source_formats(tmp_path, wordnet_dir):
     path.write_text("dog\ta pet\n")
     assert list(sources.read_source(path, "tsv")) == [("dog", "a pet", "x")]
     assert sources.detect_format(wordnet_dir) == "wordnet"
-    assert next(iter(sources.read_source(wordnet_dir)))[0] == "physical entity"
+    assert next(iter(sources.read_source(wordnet_dir))).entry == "physical entity"  # with its pos: an Entry
     with pytest.raises(DefsentError, match="unknown format"):
         sources.read_source(path, "xml")
     with pytest.raises(DefsentError, match="directories are read as WordNet"):
@@ -411,7 +422,13 @@ def test_cli_build_dict_filters(cli, tmp_path, wordnet_dir, tiny_bert):
     # One-token entries for the tiny BERT vocabulary, in source order: dog (WordNet), then giraffe
     # (zebra is several word pieces); joy is also one token but --max-entries 2 stops before it.
     assert lines(out) == [
-        {"entry": "dog", "definitions": [DOG_GLOSS], "sources": ["wordnet"], "split": "train"},
+        {
+            "entry": "dog",
+            "definitions": [DOG_GLOSS],
+            "sources": ["wordnet"],
+            "split": "train",
+            "meta": [{"pos": "noun"}],
+        },
         {"entry": "giraffe", "definitions": ["a tall animal"], "sources": ["extra"], "split": "train"},
     ]
     result = cli("build-dict", wordnet_dir, "-o", out, "--force", "--min-definitions", "2")

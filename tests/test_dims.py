@@ -149,7 +149,9 @@ def test_bank_dims_lookup_and_eval_dict(cli, tiny_st, files, tmp_path):
     q = encoded(cli, tiny_st, tmp_path, "--no-normalize", texts=[query])[0]  # lookup's query: mean pooling, no head
 
     def lookup(bank, *extra):
-        result = cli("lookup", "-m", tiny_st, "--bank", bank, "--json", "-k", len(entries), *extra, query)
+        result = cli(
+            "lookup", "-m", tiny_st, "--bank", bank, "--json", "-k", len(entries), "--similarity", "dot", *extra, query
+        )
         assert result.exit_code == 0, result.stderr
         return json.loads(result.stdout)
 

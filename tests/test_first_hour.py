@@ -263,10 +263,17 @@ def test_plain_progress_lines_at_each_tenth_and_at_the_end(capsys, monkeypatch):
     assert lines[-1].endswith(", loss 1.50, lr 1.93e-05") and "eta" not in lines[-1] and "dev" not in lines[-1]
 
 
-def test_lookup_says_its_scores_are_dot_products(cli, tiny_bert, tiny_dict, tmp_path):
+def test_lookup_says_its_scores_are_cosines_or_dot_products(cli, tiny_bert, tiny_dict, tmp_path):
     bank = tmp_path / "bank.h5"
     assert cli("embed-entries", tiny_dict, "-m", tiny_bert, "-o", bank).exit_code == 0
     result = cli("lookup", "-m", tiny_bert, "--bank", bank, "--json", "-k", "2", "an animal that barks")
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(result.stdout)
+    assert row["similarity"] == "cosine" and "cosine similarities" in result.stderr  # search's scale, by default
+    assert all(-1 - 1e-6 <= hit["score"] <= 1 + 1e-6 for hit in row["results"])
+    result = cli(
+        "lookup", "-m", tiny_bert, "--bank", bank, "--json", "-k", "2", "--similarity", "dot", "an animal that barks"
+    )
     assert result.exit_code == 0, result.stderr
     row = json.loads(result.stdout)
     assert row["similarity"] == "dot" and "dot products" in result.stderr

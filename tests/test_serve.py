@@ -65,6 +65,31 @@ def world(tmp_path_factory, tiny_st) -> dict:
     return {"model": tiny_st, "dict": dictionary, "bank": bank, "index": index, "folder": folder}
 
 
+#: entry -> [(definition, part of speech)]: the reverse dictionary's filters, synonyms and senses (issue 78)
+SENSES = {
+    **{entry: [(definition, "n")] for entry, definition in ENTRIES.items()},
+    "shote": [("a baby pig", "n")],
+    "piggy": [("a young pig", "n"), ("like a pig; greedy", "s")],
+    "swim": [("move through water using arms and legs", "v")],
+    "booklet": [("a small book with a paper cover", "n")],
+}
+
+
+@pytest.fixture(scope="module")
+def pos_world(world) -> dict:
+    """A dictionary whose senses carry WordNet's part-of-speech letters (shote and piglet: one synset), its bank."""
+    dictionary = world["folder"] / "pos-dict.jsonl"
+    rows = [
+        {"entry": e, "definitions": [d for d, _ in s], "sources": ["test"], "meta": [{"pos": p} for _, p in s]}
+        for e, s in SENSES.items()
+    ]
+    dictionary.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bank = world["folder"] / "pos-bank.h5"
+    done = defsent("embed-entries", dictionary, "-m", world["model"], "--pool", "mean", "-o", bank, *TORCH_FP32, "-q")
+    assert done.returncode == 0, done.stderr
+    return {**world, "dict": dictionary, "bank": bank}
+
+
 # ---------------------------------------------------------------- index and search on the command line
 
 
@@ -294,6 +319,50 @@ def test_search_lookup_health_metrics(server):
     assert "access-control-allow-origin" not in {k.lower() for k in head}  # no CORS unless asked
 
 
+def test_lookup_filters_patterns_synonyms_and_define_over_http(pos_world, server, tmp_path):
+    auth = {"Authorization": f"Bearer {KEY}"}
+    code, _, answer = http("POST", server.url + "/v1/lookup", {"query": "a baby pig", "pos": "noun"}, auth)
+    assert (
+        code == 400 and answer["error"]["param"] == "pos" and "keeps no parts of speech" in answer["error"]["message"]
+    )
+    with serving(tmp_path, "-m", pos_world["model"], "--bank", pos_world["bank"], *TORCH_FP32) as running:
+
+        def lookup(body: dict) -> list[dict]:
+            code, _, answer = http("POST", running.url + "/v1/lookup", body)
+            assert code == 200, answer
+            return answer["data"][0]["results"]
+
+        found = lookup({"query": "a baby pig", "k": 3})
+        assert len(found) == 3 and found[0]["words"] == ["piglet", "shote"] and found[0]["pos"] == ["noun"]
+        assert found[0]["definitions"] == ["a baby pig"] and found[0]["score"] == pytest.approx(1.0, abs=1e-5)
+        adjectives = lookup({"query": "greedy", "pos": "adj", "k": 5})  # filtered before the top k: the only one
+        assert [hit["entry"] for hit in adjectives] == ["piggy"] and adjectives[0]["definitions"] == [
+            "like a pig; greedy"
+        ]
+        assert [hit["entry"] for hit in lookup({"query": "pos:verb a baby pig"})] == ["swim"]
+        alone = lookup({"query": "pig*"})
+        assert [(hit["entry"], hit["score"], hit["senses"]) for hit in alone] == [
+            ("piggy", None, 2),
+            ("piglet", None, 1),
+        ]
+        assert [hit["entry"] for hit in lookup({"query": "????let"})] == ["booklet"]
+        assert lookup({"query": "a baby pig", "pattern": "s*"})[0]["words"] == ["shote"]
+        assert lookup({"query": "a baby pig:p*"})[0]["words"] == ["piglet"]
+        for body, param in (({"query": "x", "pos": "fruit"}, "pos"), ({"query": "x", "pattern": "a b*"}, "pattern"),
+                            ({"query": "x", "pos": 3}, "pos")):  # fmt: skip
+            code, _, answer = http("POST", running.url + "/v1/lookup", body)
+            assert code == 400 and answer["error"]["param"] == param, answer
+        code, _, answer = http("GET", running.url + "/v1/define?word=Piggy")
+        assert code == 200 and answer["entry"] == "piggy"
+        assert answer["senses"] == [
+            {"definition": "a young pig", "pos": "noun"},
+            {"definition": "like a pig; greedy", "pos": "adj"},
+        ]
+        code, _, answer = http("GET", running.url + "/v1/define?word=hog")
+        assert code == 404 and "'hog' is not an entry" in answer["error"]["message"]
+        assert http("GET", running.url + "/v1/define")[0] == 400
+
+
 def wait_for_depth(server, depth: int, failure: str) -> None:
     """Poll /health until the queue holds ``depth`` requests: 50 tries, 2.5 s at most."""
     for _ in range(50):
@@ -369,36 +438,80 @@ def browser_paths() -> tuple[str, str]:
     return chromium, driver
 
 
-def test_reverse_dictionary_page_in_a_real_browser(world, tmp_path):
+def test_reverse_dictionary_page_in_a_real_browser(pos_world, tmp_path):
+    """Typing, the key's error for a person, synonyms, the part-of-speech selector, a pattern, a word's senses,
+    the back button and a deep link, in headless Chromium; screenshots to $DEFSENT_SCREENSHOTS when set."""
     chromium, driver_path = browser_paths()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    args = ["-m", world["model"], "--bank", world["bank"], "--index", world["index"], *TORCH_FP32]
-    with serving(tmp_path, *args) as server:
+    shots = Path(os.environ.get("DEFSENT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    args = ["-m", pos_world["model"], "--bank", pos_world["bank"], "--index", pos_world["index"], *TORCH_FP32]
+    with serving(tmp_path, *args, "--api-key", KEY) as server:
         options = webdriver.ChromeOptions()
         options.binary_location = chromium
         for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,760",
                      "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'chromium'}"):  # fmt: skip
             options.add_argument(flag)
         browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        wait = WebDriverWait(browser, 30, 0.1)
+
+        def status() -> str:
+            return browser.find_element(By.ID, "status").text
+
+        def hits() -> list[str]:
+            return [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#results > li")]
+
+        def search(text: str, after: str) -> list[str]:
+            box = browser.find_element(By.ID, "q")
+            box.clear()
+            box.send_keys(text, Keys.ENTER)  # the keyboard alone
+            wait.until(lambda b: after in status() and "Searching" not in status())
+            return hits()
+
         try:
             browser.set_page_load_timeout(30)
             browser.get(server.url + "/")
             box = browser.find_element(By.ID, "q")
             assert browser.switch_to.active_element == box  # the box has the focus: type at once
-            box.send_keys("a baby pig")
-            box.send_keys(Keys.ENTER)  # the keyboard alone
-            WebDriverWait(browser, 30, 0.1).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#results li"))
-            hits = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#results li")]
-            assert hits[0].startswith("piglet") and "a baby pig" in hits[0], hits
-            assert "cosine" in browser.find_element(By.ID, "status").text
-            shot = tmp_path / "serve-page.png"
-            assert browser.save_screenshot(str(shot))
-            shutil.copyfile(shot, "/tmp/serve-screenshot.png")
+            box.send_keys("a baby pig", Keys.ENTER)
+            wait.until(lambda b: "API key" in status())
+            assert status() == "This server needs an API key: enter it in the Key box."
+            assert browser.find_element(By.ID, "status").value_of_css_property("color") == "rgba(176, 0, 32, 1)"  # red
+            assert browser.save_screenshot(str(shots / "1-key-error.png"))
+            browser.find_element(By.ID, "key").send_keys(KEY)
+            found = search("a baby pig", "results for")
+            assert found[0].startswith("piglet, shote") and "a baby pig" in found[0], found  # one synset, one result
+            assert "cosine" in status() and browser.current_url.endswith("/?q=a+baby+pig")
+            Select(browser.find_element(By.ID, "pos")).select_by_value("adj")
+            found = search("greedy", "for \u201cgreedy\u201d")
+            assert len(found) == 1 and found[0].startswith("piggy") and "adj" in found[0], found
+            assert browser.current_url.endswith("/?q=greedy&pos=adj")
+            Select(browser.find_element(By.ID, "pos")).select_by_value("")
+            found = search("pig*", "spelling pattern")
+            assert found[0].startswith("piggy") and "2 senses" in found[0] and found[1].startswith("piglet"), found
+            browser.find_element(By.LINK_TEXT, "piggy").click()  # a word shows its senses
+            wait.until(lambda b: "like a pig; greedy" in b.find_element(By.ID, "senses").text)
+            senses = browser.find_element(By.ID, "senses").text
+            assert "a young pig" in senses and "noun" in senses and "adj" in senses
+            assert browser.save_screenshot(str(shots / "2-pattern-and-senses.png"))
+            browser.back()  # the back button walks the queries: greedy as an adjective again
+            wait.until(lambda b: "for \u201cgreedy\u201d" in status())
+            assert Select(browser.find_element(By.ID, "pos")).first_selected_option.get_attribute("value") == "adj"
+            assert browser.find_element(By.ID, "q").get_attribute("value") == "greedy" and len(hits()) == 1
+            browser.back()
+            wait.until(lambda b: "for \u201ca baby pig\u201d" in status())
+            assert hits()[0].startswith("piglet, shote")
+            browser.get(server.url + "/?q=a+baby+pig&pos=noun")  # a deep link opens with its results
+            wait.until(lambda b: "results for" in status())
+            assert Select(browser.find_element(By.ID, "pos")).first_selected_option.get_attribute("value") == "noun"
+            found = hits()
+            assert found[0].startswith("piglet, shote") and all("noun" in hit for hit in found), found
+            assert browser.save_screenshot(str(shots / "3-deep-link.png"))
         finally:
             browser.quit()
 

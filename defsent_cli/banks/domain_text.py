@@ -136,4 +136,4 @@ def _rewrite(part: Part, texts: DomainTexts) -> Part:
             text_of.append(index.setdefault(text, len(index)))
             rows.append(row)
     arrays = (np.asarray(text_of, dtype=np.int64), np.asarray(rows, dtype=np.int64))
-    return Part(part.first, part.entries, Definitions(list(index), *arrays))
+    return Part(part.first, part.entries, Definitions(list(index), *arrays), part.pos)

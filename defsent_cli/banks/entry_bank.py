@@ -71,6 +71,7 @@ class Part:
     first: int
     entries: list[str]
     definitions: Definitions
+    pos: list[str] | None = None  # each entry's parts of speech, comma-joined (formats/pos.py: entry_pos)
 
 
 def bank_parts(
@@ -82,19 +83,22 @@ def bank_parts(
     A text shared by entries of two parts is in both (DefSent+ averages per entry, so the bank is the same;
     it is encoded twice). The dictionary is read as a stream; ``unique``: a repeated entry is an error
     (:func:`~defsent_cli.formats.dictionary.bank_size` checks that in bounded memory beforehand)."""
-    first, entries, index, text_of, rows = 0, [], {}, [], []
+    from ..formats.pos import entry_pos
+
+    first, entries, index, text_of, rows, pos = 0, [], {}, [], [], []
 
     def part() -> Part:
         arrays = (np.asarray(text_of, dtype=np.int64), np.asarray(rows, dtype=np.int64))
-        return Part(first, entries, Definitions(list(index), *arrays))
+        return Part(first, entries, Definitions(list(index), *arrays), pos)
 
     for row, entry in bank_rows(path, splits, unique=unique):
         if row is None:
             continue
         if part_definitions and len(rows) >= part_definitions:
             yield part()
-            first, entries, index, text_of, rows = row, [], {}, [], []
+            first, entries, index, text_of, rows, pos = row, [], {}, [], [], []
         entries.append(entry.entry)
+        pos.append(entry_pos(entry.meta))
         for definition in entry.definitions:
             text_of.append(index.setdefault(definition, len(index)))
             rows.append(row - first)
@@ -213,7 +217,7 @@ def build_bank(
     if means is None:
         return None
     attrs = job.attrs(dictionary, sha256_file(dictionary), wanted)
-    return Bank(whole.entries, means.means(), means.counts.astype(np.int32), attrs)
+    return Bank(whole.entries, means.means(), means.counts.astype(np.int32), attrs, pos=whole.pos)
 
 
 @dataclass
@@ -279,7 +283,7 @@ def write_bank_streamed(
         for part in parts if texts is None else texts.rewrite(parts):
             means = job.encode(part, progress, task)
             if writer is not None:
-                writer.write(part.first, part.entries, means.means(), means.counts)
+                writer.write(part.first, part.entries, means.means(), means.counts, part.pos)
         if writer is not None:
             writer.attrs.update(attrs)
     return BankSummary(size.rows, job.width, job.kind, total, from_texts) if main else None

@@ -120,7 +120,8 @@ def search_command(
       defsent search --index docs.h5 -m ckpt/ < queries.txt
       defsent search --index docs.h5 -m mrl-ckpt/ --dims 128 "a baby pig"
 
-    Scores are cosines unless --similarity dot (a bank's raw dot products); the line on stderr says which.
+    Scores are cosines unless --similarity dot (a bank's raw dot products), the scale lookup ranks on too; the line
+    on stderr says which. A bank's hits show their definitions beneath (its dictionary, or --dictionary).
     """
     queries = read_queries(queries, "queries", "give something to search for", "search")
     collection = open_collection(index, model, similarity, pooling, dictionary, how, dims)
@@ -137,6 +138,7 @@ def search_command(
         for rank, hit in enumerate(hits, 1):
             label = hit["entry"] if collection.kind == "bank" else f"[{hit['id']}] {hit['text']}"
             lines.append(f"  {rank:>2}. {label}\t{hit['score']:.4f}")
+            lines.extend(f"      {text}" for text in hit.get("definitions") or [])  # a bank's, as lookup shows them
     write_stdout("".join(line + "\n" for line in lines))
     what = "rows of the index" if collection.kind == "index" else "entries of the bank"
     if collection.cut is not None:

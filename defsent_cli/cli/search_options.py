@@ -14,6 +14,7 @@ import typer
 from ..constraints import Interval
 from ..errors import DefsentError
 from ..formats.bank import Bank, BankFile
+from ..formats.pos import POS_NAMES
 from ..log import note
 from ..search.ann import EF_SEARCH
 from . import options as opt
@@ -99,6 +100,24 @@ def choose_bank(loaded, bank: Path | None, word_head) -> Path | None:
     )
 
 
+PosName = opt.choices("PosName", POS_NAMES)
+PartOfSpeech = Annotated[
+    PosName | None,
+    typer.Option(
+        "--pos",
+        help="Only entries with this part of speech (as pos:noun in a query); the bank must keep them (embed-entries "
+        "from a dictionary with parts of speech).",
+        show_default=False,
+    ),
+]
+Pattern = Annotated[
+    str | None,
+    typer.Option(
+        "--pattern",
+        help="Only entries spelt so: * any run, ? one letter (pig*, ????let, *let); as 'a baby pig:p*' in a query.",
+        show_default=False,
+    ),
+]
 SimilarityName = opt.choices("SimilarityName", ("cosine", "dot"))
 Similarity = Annotated[
     SimilarityName,

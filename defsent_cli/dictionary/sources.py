@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import DefsentError
 from ..formats.dictionary import Entry, iter_entries
+from ..formats.pos import normalize_pos
 from ..io import iter_lines
 from .choices import FORMATS
 from .text import Pair, normalize_space, not_a_definition
@@ -93,8 +94,9 @@ def parse_wordnet_line(line: str, include_examples: bool = False) -> tuple[list[
     return lemmas, gloss
 
 
-def read_wordnet(directory: str | Path, include_examples: bool = False) -> Iterator[Pair]:
-    """Yield ``(lemma, gloss, "wordnet")`` for every lemma of every synset in a WordNet 3.0 directory.
+def read_wordnet_senses(directory: str | Path, include_examples: bool = False) -> Iterator[Entry]:
+    """Yield an :class:`Entry` of one definition for every lemma of every synset in a WordNet 3.0 directory, its
+    ``meta`` the synset's part of speech (``n v a s r`` as noun, verb, adj, adj, adv: ``formats/pos.py``).
 
     Reads ``data.noun``, ``data.verb``, ``data.adj``, ``data.adv`` (those present; at least one),
     skipping the licence header lines (they start with two spaces).
@@ -120,8 +122,16 @@ def read_wordnet(directory: str | Path, include_examples: bool = False) -> Itera
                 lemmas, gloss = parse_wordnet_line(line, include_examples)
             except ValueError as exc:
                 raise DefsentError(f"not a WordNet synset line: {exc}", path=path, line=number) from None
+            pos = normalize_pos(line.split(" ", 3)[2])
             for lemma in lemmas:
-                yield lemma, gloss, "wordnet"
+                yield Entry(lemma, [gloss], ["wordnet"], meta=[{"pos": pos}] if pos else None)
+
+
+def read_wordnet(directory: str | Path, include_examples: bool = False) -> Iterator[Pair]:
+    """Yield ``(lemma, gloss, "wordnet")`` for every lemma of every synset in a WordNet 3.0 directory
+    (:func:`read_wordnet_senses` without the part of speech)."""
+    for sense in read_wordnet_senses(directory, include_examples):
+        yield sense.entry, sense.definitions[0], "wordnet"
 
 
 def read_oxford(path: str | Path, encoding: str = "utf-8") -> Iterator[Pair]:
@@ -359,7 +369,7 @@ def read_source(
     if fmt == "auto":
         fmt = detect_format(path, encoding)
     if fmt == "wordnet":
-        return read_wordnet(path, include_examples)
+        return read_wordnet_senses(path, include_examples)
     if Path(path).is_dir():
         raise DefsentError(f"is a directory, but --format is {fmt}; directories are read as WordNet", path=path)
     if fmt == "dictd":

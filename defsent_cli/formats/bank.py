@@ -32,6 +32,9 @@ BANK_FORMAT = "defsent-bank/1"
 #: Bank kinds and the pooling of the definition vectors they average (DefSent+'s AC and AMP).
 KINDS = {"AC": "cls", "AMP": "mean"}
 BANK_SUFFIXES = (".h5", ".hdf5")
+#: The optional dataset of each row's parts of speech (``noun,adj``; ``""``: none known), written by embed-entries
+#: from the dictionary's ``meta`` (formats/pos.py); a bank without it, or with every row empty, has none.
+POS_DATASET = "pos"
 
 
 class BankHeader:
@@ -59,9 +62,19 @@ class Bank(BankHeader):
     counts: np.ndarray
     attrs: dict = field(default_factory=dict)
     source: Path | None = None  # the file it was read from (for messages; not stored)
+    pos: list[str] | None = None  # each row's parts of speech (:data:`POS_DATASET`); None: none known
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def all_entries(self) -> list[str]:
+        return list(self.entries)
+
+    def all_counts(self) -> np.ndarray:
+        return self.counts
+
+    def all_pos(self) -> list[str] | None:
+        return self.pos if self.pos and any(self.pos) else None
 
     @property
     def dim(self) -> int:
@@ -95,7 +108,8 @@ def check_bank_path(path: str | Path) -> Path:
 
 
 def write_bank(path: str | Path, bank: Bank) -> None:
-    """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts`` + attrs), built in memory:
+    """Atomically write a bank as HDF5 (``entries``, ``vectors``, ``counts``, ``pos`` where it has them + attrs),
+    built in memory:
     for banks that fit in memory; :func:`bank_output` streams a larger one to disk."""
     import h5py
     import numpy as np
@@ -105,6 +119,8 @@ def write_bank(path: str | Path, bank: Bank) -> None:
         h5.create_dataset("entries", data=bank.entries, dtype=h5py.string_dtype("utf-8"))
         h5.create_dataset("vectors", data=np.asarray(bank.vectors, dtype=np.float32))
         h5.create_dataset("counts", data=np.asarray(bank.counts, dtype=np.int32))
+        if bank.pos is not None:  # the parts of speech a bank built from a dictionary keeps (embed-entries)
+            h5.create_dataset(POS_DATASET, data=list(bank.pos), dtype=h5py.string_dtype("utf-8"))
         for key, value in recorded_attrs(bank.attrs, path).items():
             h5.attrs[key] = value
 
@@ -150,9 +166,11 @@ class BankWriter:
         self.entries = h5.create_dataset("entries", (n,), dtype=h5py.string_dtype("utf-8"), dcpl=dcpl.copy())
         self.vectors = h5.create_dataset("vectors", (n, dim), dtype="float32", dcpl=dcpl.copy(), fill_time="never")
         self.counts = h5.create_dataset("counts", (n,), dtype="int32", dcpl=dcpl.copy(), fill_time="never")
+        self.pos = h5.create_dataset(POS_DATASET, (n,), dtype=h5py.string_dtype("utf-8"), dcpl=dcpl.copy())
 
-    def write(self, start: int, entries: list[str], vectors, counts) -> None:
-        """Rows ``start`` .. ``start + len(entries)`` (float32 vectors, int32 counts)."""
+    def write(self, start: int, entries: list[str], vectors, counts, pos: list[str] | None = None) -> None:
+        """Rows ``start`` .. ``start + len(entries)`` (float32 vectors, int32 counts, each entry's parts of speech
+        comma-joined: ``""`` for none)."""
         import numpy as np
 
         stop = start + len(entries)
@@ -164,6 +182,7 @@ class BankWriter:
             self.entries[start:stop] = entries
             self.vectors[start:stop] = vectors
             self.counts[start:stop] = np.asarray(counts, dtype=np.int32)
+            self.pos[start:stop] = list(pos) if pos is not None else [""] * (stop - start)
         self.written += stop - start
 
     def finish(self) -> None:
@@ -180,7 +199,7 @@ def bank_output(path: str | Path, n: int, dim: int, entry_bytes: int) -> Iterato
     was checked (``n x dim`` float32 rows, counts, and about ``entry_bytes`` of entry strings): a full disk
     fails at once with the usual error. Written to a temporary file beside ``path``, renamed when every row
     is in (:func:`defsent_cli.io.hdf5_stream`); an error anywhere leaves nothing behind."""
-    needed = n * (4 * dim + 4 + 32) + entry_bytes + (1 << 20)  # rows, counts, string references and heap
+    needed = n * (4 * dim + 4 + 64) + entry_bytes + (1 << 20)  # rows, counts, string references and heap
     with streamed_rows(path, needed, lambda h5: BankWriter(h5, n, dim, path), "bank") as writer:
         yield writer
 
@@ -252,6 +271,27 @@ class BankFile(BankHeader):
             for first in range(0, self.n, chunk):
                 yield from _strings(h5["entries"][first : first + chunk])
 
+    def all_entries(self) -> list[str]:
+        """Every row's entry string, in row order (a pattern is matched against them all)."""
+        with hdf5_input(self.source, "the bank") as h5:
+            return _strings(h5["entries"][:])
+
+    def all_counts(self):
+        """Every row's number of definitions (int32 array)."""
+        import numpy as np
+
+        with hdf5_input(self.source, "the bank") as h5:
+            return np.asarray(h5["counts"][:], dtype=np.int32)
+
+    def all_pos(self) -> list[str] | None:
+        """Every row's parts of speech (:data:`POS_DATASET`, comma-joined), or None when the bank has none (built
+        before embed-entries kept them, or from a dictionary without them)."""
+        with hdf5_input(self.source, "the bank") as h5:
+            if POS_DATASET not in h5 or h5[POS_DATASET].shape != (self.n,):
+                return None
+            found = _strings(h5[POS_DATASET][:])
+        return found if any(found) else None
+
     def entries_at(self, rows) -> list[str]:
         """The entry strings of these rows (any order, repeats allowed)."""
         import numpy as np
@@ -283,14 +323,16 @@ class BankFile(BankHeader):
             return np.asarray(h5["vectors"][np.asarray(rows, dtype=np.int64)])
 
     def part(self, start: int = 0, stop: int | None = None, dtype="float32") -> Bank:
-        """Rows ``start`` .. ``stop`` in memory: their entries, vectors and counts, with the bank's attributes."""
+        """Rows ``start`` .. ``stop`` in memory: their entries, vectors, counts and parts of speech (where it keeps
+        them), with the bank's attributes."""
         import numpy as np
 
         stop = self.n if stop is None else stop
         with hdf5_input(self.source, "the bank") as h5:
             entries = _strings(h5["entries"][start:stop])
             counts = np.asarray(h5["counts"][start:stop], dtype=np.int32)
-        return Bank(entries, self.rows(start, stop, dtype), counts, dict(self.attrs), source=self.source)
+            pos = _strings(h5[POS_DATASET][start:stop]) if h5.get(POS_DATASET) is not None else None
+        return Bank(entries, self.rows(start, stop, dtype), counts, dict(self.attrs), source=self.source, pos=pos)
 
     def load(self, dtype="float32") -> Bank:
         """The whole bank in memory."""

@@ -53,6 +53,24 @@ class _UnitRows:
             yield first, _unit(rows)
 
 
+class _Subset:
+    """Some rows of a bank (``allowed``: sorted row numbers), numbered 0.. in their order, read a chunk at a time."""
+
+    def __init__(self, rows, allowed: np.ndarray):
+        self.rows, self.allowed = rows, np.asarray(allowed, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.allowed)
+
+    def iter_rows(self, chunk: int, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        taken = 0
+        for first, rows in self.rows.iter_rows(chunk):
+            lo, hi = np.searchsorted(self.allowed, [first, first + len(rows)])
+            if hi > lo:
+                yield taken, rows[self.allowed[lo:hi] - first]
+                taken += int(hi - lo)
+
+
 def open_collection_file(path: str | Path) -> IndexFile | BankFile:
     """A text index or an entry bank, told apart by the file's ``format`` attribute."""
     kind = file_format(path)
@@ -81,6 +99,8 @@ class Collection:
     encode_queries: object  # (texts) -> (n, d) float32
     similarity: str = "cosine"
     definitions: dict = field(default_factory=dict)  # entry -> its definitions (a bank with its dictionary)
+    senses: dict = field(default_factory=dict)  # entry -> [(definition, part of speech or None)]: the same, with pos
+    tables: dict = field(default_factory=dict)  # a bank's entries, counts, parts of speech, read once (reverse.py)
     label: str = ""
     ann: ann_module.Hnsw | None = None  # an index's HNSW graph, searched instead of every row
     rows: object | None = None  # the file's rows cut to the queries' width (``--dims``: space/dims.py); None: as stored
@@ -123,16 +143,21 @@ class Collection:
             )
         return _unit(vectors) if self.score_kind == "cosine" else vectors
 
-    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[dict]]:
+    def search_vectors(self, vectors: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[list[dict]]:
         """Each query vector's top ``k`` rows as dicts: an index's ``{id, text, score}``, a bank's ``{entry, score}``
-        (with ``definitions`` where the dictionary is known)."""
+        (with ``definitions`` where the dictionary is known). ``allowed``: the rows searched (sorted row numbers,
+        the reverse dictionary's filters: ``reverse.py``), every one scored; None: all."""
         from .exact import top_k
 
         rows = self.file if self.rows is None else self.rows
         rows = rows if self.kind == "index" or self.similarity == "dot" else _UnitRows(rows)
         if len(vectors) == 0:
             return []
-        indices, scores = top_k(vectors, rows, k) if self.ann is None else self.ann.search(vectors, k)
+        if allowed is not None:
+            indices, scores = top_k(vectors, _Subset(rows, allowed), k)
+            indices = np.where(indices >= 0, allowed[np.maximum(indices, 0)], -1) if len(allowed) else indices
+        else:
+            indices, scores = top_k(vectors, rows, k) if self.ann is None else self.ann.search(vectors, k)
         kept = indices >= 0  # the graph's -1: fewer rows found than asked for
         self._check_scores(indices[kept], scores[kept])
         flat = indices[kept]
@@ -265,14 +290,22 @@ def bank_collection(
     encoder = query_encoder(loaded, bank, pooling, dims)
     encode = lambda texts: encoder.encode(texts, batch_size)  # noqa: E731
     collection = Collection(bank, encode, similarity, label=str(bank.source), rows=encoder.rows(bank), cut=encoder.cut)
-    collection.definitions = bank_definitions(bank, dictionary)
+    collection.senses = bank_senses(bank, dictionary)
+    collection.definitions = {entry: [text for text, _ in senses] for entry, senses in collection.senses.items()}
     return collection
 
 
 def bank_definitions(bank: BankFile, dictionary: str | Path | None = None) -> dict[str, list[str]]:
-    """entry -> definitions from ``dictionary``, else from the dictionary file the bank records when it is there
-    with the recorded SHA-256; {} when neither (a note says so)."""
+    """entry -> definitions (:func:`bank_senses` without their parts of speech)."""
+    return {entry: [text for text, _ in senses] for entry, senses in bank_senses(bank, dictionary).items()}
+
+
+def bank_senses(bank: BankFile, dictionary: str | Path | None = None) -> dict[str, list[tuple[str, str | None]]]:
+    """entry -> its senses, ``(definition, part of speech or None)`` (``formats/pos.py``), from ``dictionary``, else
+    from the dictionary file the bank records when it is there with the recorded SHA-256; {} when neither (a note
+    says so)."""
     from ..formats.dictionary import bank_rows
+    from ..formats.pos import normalize_pos
     from ..io import sha256_file
 
     given = dictionary is not None
@@ -290,8 +323,11 @@ def bank_definitions(bank: BankFile, dictionary: str | Path | None = None) -> di
     dictionary = Path(dictionary)
     if given and not dictionary.is_file():
         raise DefsentError("no such dictionary file", path=dictionary)
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[tuple[str, str | None]]] = {}
     for row, entry in bank_rows(dictionary, bank.splits, unique=False):
-        if row is not None:
-            found.setdefault(entry.entry, list(entry.definitions))
+        if row is not None and entry.entry not in found:
+            meta = entry.meta or [{}] * len(entry.definitions)
+            found[entry.entry] = [
+                (d, normalize_pos(m.get("pos"))) for d, m in zip(entry.definitions, meta, strict=True)
+            ]
     return found

@@ -3,7 +3,8 @@
 - ``POST /v1/embeddings``: OpenAI's embeddings API (``input`` a string or a list of strings, ``encoding_format``
   float or base64, ``dimensions`` the leading ones kept as ``encode --dims`` keeps them, ``usage`` token counts,
   OpenAI's error object and status codes);
-- ``POST /v1/lookup`` (the reverse dictionary over the served bank), ``POST /v1/search`` (the served index);
+- ``POST /v1/lookup`` (the reverse dictionary over the served bank) and ``GET /v1/define`` (an entry's senses):
+  ``dictionary_routes.py``; ``POST /v1/search`` (the served index);
 - ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /v1/models``, and ``GET /``: the page.
 
 Every error is a JSON object ``{"error": {"message", "type", "param", "code"}}``, never a traceback: 400 a bad
@@ -36,6 +37,7 @@ from starlette.requests import ClientDisconnect
 
 from ..space.dims import dims_problem, leading
 from .batcher import QueueFull, Stopping
+from .dictionary_routes import DictionaryRoutes
 from .engine import Engine, TooLong
 from .http_errors import CLIENT_LEFT, ENGINE_ERRORS, ApiError, engine_error, error_body
 from .page import page_html
@@ -208,8 +210,9 @@ def texts_of(body: dict, name: str, engine: Engine) -> list[str]:
     return items
 
 
-class Routes:
-    """The routes of one server, over its engine (``create_app`` registers each)."""
+class Routes(DictionaryRoutes):
+    """The routes of one server, over its engine (``create_app`` registers each; the reverse dictionary's are
+    :class:`~.dictionary_routes.DictionaryRoutes`)."""
 
     def __init__(self, engine: Engine, security: Security):
         self.engine, self.security = engine, security
@@ -265,8 +268,16 @@ class Routes:
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return {"object": "list", "data": data, "model": engine.model_name, "usage": usage}
 
-    async def lookup(self, request: Request):
-        return await self.search_in("lookup", request)
+    async def request_queries(self, request: Request) -> tuple[dict, list[str]]:
+        """The request's JSON body and its ``query`` texts, within the limits."""
+        body = await read_json(request, self.engine.limits.max_body_bytes)
+        return body, texts_of(body, "query", self.engine)
+
+    def k_of(self, body: dict) -> int:
+        k = body.get("k", 10)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= self.engine.limits.max_k:
+            raise ApiError(400, f"'k' must be a whole number from 1 to {self.engine.limits.max_k}", param="k")
+        return k
 
     async def search(self, request: Request):
         return await self.search_in("search", request)
@@ -279,9 +290,7 @@ class Routes:
             raise ApiError(404, served if which == "lookup" else served.replace("bank", "index"), "not_found_error")
         body = await read_json(request, engine.limits.max_body_bytes)
         queries = texts_of(body, "query", engine)
-        k = body.get("k", 10)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= engine.limits.max_k:
-            raise ApiError(400, f"'k' must be a whole number from 1 to {engine.limits.max_k}", param="k")
+        k = self.k_of(body)
         await self.measured(queries, body, "query")
         try:
             found = await engine.search(which, queries, k, lambda future: self.wait(request, future))
@@ -328,6 +337,8 @@ class Routes:
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def page(self):
+        from ..search.reverse import has_pos
+
         engine = self.engine
         html = page_html(
             engine.bank is not None,
@@ -335,6 +346,7 @@ class Routes:
             bool(self.security.api_key),
             engine.model_name,
             definitions=engine.bank is None or bool(engine.bank.definitions),
+            pos=engine.bank is not None and has_pos(engine.bank),
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
@@ -346,6 +358,7 @@ class Routes:
         ("POST", "/v1/embeddings", "embeddings"),
         ("POST", "/v1/lookup", "lookup"),
         ("POST", "/v1/search", "search"),
+        ("GET", "/v1/define", "define"),
         ("GET", "/v1/models", "models"),
         ("GET", "/v1/models/{model_id:path}", "model"),
         ("GET", "/health", "health"),

@@ -143,3 +143,19 @@ class Engine:
         vectors = await wait(self.batchers[which].submit(queries))
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, collection.search_vectors, np.stack(vectors), k)
+
+    async def lookup(self, queries: list, k: int, wait):
+        """Each parsed query's results (``search/reverse.py``: filters, patterns, synonyms grouped) over the served
+        bank; the texts of those that have one are encoded through the lookup batcher."""
+        import asyncio
+
+        from ..search.reverse import answer
+
+        texts = [query.text for query in queries if query.text]
+        vectors = iter(await wait(self.batchers["lookup"].submit(texts)) if texts else [])
+        chosen = [next(vectors) if query.text else None for query in queries]
+
+        def run() -> list[list[dict]]:
+            return [answer(self.bank, query, vector, k) for query, vector in zip(queries, chosen, strict=True)]
+
+        return await asyncio.get_running_loop().run_in_executor(self.executor, run)

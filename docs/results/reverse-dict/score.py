@@ -151,7 +151,8 @@ def score(args: argparse.Namespace) -> None:
         wanted = gloss_pos(args.pos_from, [(t["entry"], row["query"]) for t, row in zip(tests, hits, strict=True)])
     plain, filtered = [], []
     for test, row, pos in zip(tests, hits, wanted, strict=True):
-        found = [(hit["entry"], hit["score"]) for hit in row["results"]]
+        # a result may hold several words (lookup groups synonyms: same definitions, same score): each is a hit
+        found = [(word, hit["score"]) for hit in row["results"] for word in hit.get("words") or [hit["entry"]]]
         plain.append(rank_of(test["entry"], found))
         if pos_of is not None:
             kept = [(e, s) for e, s in found if pos in pos_of.get(e.lower(), ())]
