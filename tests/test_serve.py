@@ -494,6 +494,7 @@ def test_reverse_dictionary_page_in_a_real_browser(pos_world, tmp_path):
             Select(browser.find_element(By.ID, "pos")).select_by_value("")
             found = search("pig*", "spelling pattern")
             assert found[0].startswith("piggy") and "2 senses" in found[0] and found[1].startswith("piglet"), found
+            assert "\n1. a young pig\n2. like a pig; greedy" in found[0], found  # each sense its own line
             browser.find_element(By.LINK_TEXT, "piggy").click()  # a word shows its senses
             wait.until(lambda b: "like a pig; greedy" in b.find_element(By.ID, "senses").text)
             senses = browser.find_element(By.ID, "senses").text

@@ -122,8 +122,10 @@ function show(data, which) {
     score.className = "score";
     score.textContent = hit.score === null || hit.score === undefined ? hit.senses + " sense" + (hit.senses === 1 ? "" : "s") : data.similarity + " " + hit.score.toFixed(3);
     li.append(score);
-    const more = which === "lookup" ? (hit.definitions || []).join("; ") : "id " + JSON.stringify(hit.id);
-    if (more) { const d = document.createElement("div"); d.className = "defs"; d.textContent = more; li.append(d); }
+    const more = which === "lookup" ? (hit.definitions || []) : ["id " + JSON.stringify(hit.id)];
+    more.forEach((text, i) => {  // one line per sense: a word's noun and adjective senses are not run together
+      const d = document.createElement("div"); d.className = "defs"; d.textContent = (more.length > 1 ? (i + 1) + ". " : "") + text; li.append(d);
+    });
     results.append(li);
   }
   const how = hits.length && hits[0].score === null ? "spelling pattern: most senses first" : data.similarity;
