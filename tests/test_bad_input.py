@@ -341,6 +341,11 @@ CASES = [
     Case("eval-dict neither bank nor word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.bert], 2, "--word-head"),
     Case("eval-dict bank and word head", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--word-head", "mlm"], 2, "pass one of them"),
     Case("lookup neither bank nor word head", lambda w, o: ["lookup", "-m", w.bert, "a pet"], 2, "--word-head"),
+    Case("define neither bank nor dictionary", lambda w, o: ["define", "piglet"], 2, "--bank"),
+    Case("define bank missing", lambda w, o: ["define", "piglet", "--bank", w.missing], 2, "no such", lambda w: w.missing),
+    Case("define dictionary missing", lambda w, o: ["define", "piglet", "--dictionary", w.missing], 2, "no such", lambda w: w.missing),
+    Case("define no such entry", lambda w, o: ["define", "no-such-word-here", "--dictionary", w.dictionary], 2, "no-such-word-here", lambda w: w.dictionary),
+    Case("define not a dictionary", lambda w, o: ["define", "piglet", "--dictionary", w.bad["array"]], 2, "", lambda w: w.bad["array"]),
     Case("eval-dict limit 0", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "--limit", "0"], 2, "--limit"),
     Case("eval-dict output exists", lambda w, o: ["eval-dict", w.dictionary, "-m", w.ckpt, "--bank", w.bank, "-o", w.texts], 2, "--force", lambda w: w.texts),
     # ------------------------------------------------------------------ encode

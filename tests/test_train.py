@@ -295,7 +295,7 @@ def _cls_states(folder: Path, texts: list[str], head: bool) -> np.ndarray:
 def test_lookup_ranks_entries_by_the_training_logits(cli, tiny_bert, tiny_dict, bert_bank, tmp_path):
     out = _train(cli, tiny_dict, bert_bank, tiny_bert, tmp_path / "ckpt")
     query = "an animal that barks"
-    result = cli("lookup", "-m", out, "--bank", bert_bank, "--json", "-k", "3", query)
+    result = cli("lookup", "-m", out, "--bank", bert_bank, "--similarity", "dot", "--json", "-k", "3", query)
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
     from defsent_cli.formats.bank import read_bank
@@ -307,7 +307,7 @@ def test_lookup_ranks_entries_by_the_training_logits(cli, tiny_bert, tiny_dict, 
     assert [hit["entry"] for hit in row["results"]] == [bank.entries[i] for i in best]
     np.testing.assert_allclose([hit["score"] for hit in row["results"]], scores[best], atol=1e-3)
     many = cli("lookup", "-m", out, "--bank", bert_bank, "-k", "2", input="give new life\na pet\n")
-    assert many.exit_code == 0 and many.stdout.count("\n") == 6
+    assert many.exit_code == 0 and many.stdout.count("\n") == 10  # per query: itself, 2 hits, each with its definition
 
 
 def test_lookup_pools_queries_as_the_pooling_it_names_other_layers_included(cli, tiny_bert, tiny_dict, bert_bank):
@@ -320,7 +320,7 @@ def test_lookup_pools_queries_as_the_pooling_it_names_other_layers_included(cli,
     bank, loaded, query = read_bank(bert_bank), load_model(tiny_bert, "cpu"), "an animal that barks"
     scores = {}
     for pooling in ("first-last", "mean"):
-        result = cli("lookup", "-m", tiny_bert, "--bank", bert_bank, "-p", pooling, "--json", "-k", "5", query)
+        result = cli("lookup", "-m", tiny_bert, "--bank", bert_bank, "--similarity", "dot", "-p", pooling, "--json", "-k", "5", query)
         assert result.exit_code == 0, result.output
         hits = json.loads(result.stdout)["results"]
         expected = encode([query], loaded, pooling, show_progress_bar=False)[0] @ bank.vectors.T
