@@ -320,7 +320,21 @@ def test_lookup_pools_queries_as_the_pooling_it_names_other_layers_included(cli,
     bank, loaded, query = read_bank(bert_bank), load_model(tiny_bert, "cpu"), "an animal that barks"
     scores = {}
     for pooling in ("first-last", "mean"):
-        result = cli("lookup", "-m", tiny_bert, "--bank", bert_bank, "--similarity", "dot", "-p", pooling, "--json", "-k", "5", query)
+        result = cli(
+            "lookup",
+            "-m",
+            tiny_bert,
+            "--bank",
+            bert_bank,
+            "--similarity",
+            "dot",
+            "-p",
+            pooling,
+            "--json",
+            "-k",
+            "5",
+            query,
+        )
         assert result.exit_code == 0, result.output
         hits = json.loads(result.stdout)["results"]
         expected = encode([query], loaded, pooling, show_progress_bar=False)[0] @ bank.vectors.T
