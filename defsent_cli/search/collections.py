@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
-from ..formats.bank import BANK_FORMAT, BankFile, nonfinite_rows, open_bank
+from ..formats.bank import BANK_FORMAT, Bank, BankFile, nonfinite_rows, open_bank
 from ..formats.index import INDEX_FORMAT, IndexFile, file_format, open_index
 from ..log import note, warn
 from ..space.dims import another_width, collection_dims, cut_rows
@@ -100,7 +100,7 @@ class Collection:
     similarity: str = "cosine"
     definitions: dict = field(default_factory=dict)  # entry -> its definitions (a bank with its dictionary)
     senses: dict = field(default_factory=dict)  # entry -> [(definition, part of speech or None)]: the same, with pos
-    tables: dict = field(default_factory=dict)  # a bank's entries, counts, parts of speech, read once (reverse.py)
+    tables: dict = field(default_factory=dict)  # computed once: entries, counts, pos, pos rows (reverse.py), unit rows
     label: str = ""
     ann: ann_module.Hnsw | None = None  # an index's HNSW graph, searched instead of every row
     rows: object | None = None  # the file's rows cut to the queries' width (``--dims``: space/dims.py); None: as stored
@@ -143,14 +143,27 @@ class Collection:
             )
         return _unit(vectors) if self.score_kind == "cosine" else vectors
 
+    def scored_rows(self):
+        """The rows queries are scored against: an index's (unit already) or, for cosine over a bank, its rows
+        scaled to unit length: as they are read from a bank on disk (one query's command), once for a bank held in
+        memory (the server: one more copy of its vectors, instead of scaling every row at every query)."""
+        rows = self.file if self.rows is None else self.rows
+        if self.kind == "index" or self.similarity == "dot":
+            return rows
+        if not isinstance(self.file, Bank):
+            return _UnitRows(rows)
+        if "unit rows" not in self.tables:
+            whole = np.concatenate([chunk for _, chunk in rows.iter_rows(65536)]) if len(rows) else self.file.vectors
+            self.tables["unit rows"] = Bank(self.file.entries, _unit(whole), self.file.counts)
+        return self.tables["unit rows"]
+
     def search_vectors(self, vectors: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[list[dict]]:
         """Each query vector's top ``k`` rows as dicts: an index's ``{id, text, score}``, a bank's ``{entry, score}``
         (with ``definitions`` where the dictionary is known). ``allowed``: the rows searched (sorted row numbers,
         the reverse dictionary's filters: ``reverse.py``), every one scored; None: all."""
         from .exact import top_k
 
-        rows = self.file if self.rows is None else self.rows
-        rows = rows if self.kind == "index" or self.similarity == "dot" else _UnitRows(rows)
+        rows = self.scored_rows()
         if len(vectors) == 0:
             return []
         if allowed is not None:

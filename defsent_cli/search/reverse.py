@@ -55,7 +55,10 @@ def allowed_rows(collection: Collection, query: Query) -> np.ndarray | None:
         pos = _table(collection, "pos")
         if pos is None:
             raise no_pos_error(collection.path)
-        keep &= np.fromiter((query.pos in tags.split(",") for tags in pos), dtype=bool, count=len(pos))
+        key = f"pos={query.pos}"  # each part of speech's rows found once (the server answers many queries)
+        if key not in collection.tables:
+            collection.tables[key] = np.fromiter((query.pos in tags.split(",") for tags in pos), bool, len(pos))
+        keep &= collection.tables[key]
     if query.pattern is not None:
         match = pattern_matcher(query.pattern)
         entries = _table(collection, "entries")
