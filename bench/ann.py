@@ -3,6 +3,18 @@
     .venv/bin/python bench/ann.py --source real [--queries 1000] [--ef 32 64 128 256]
     .venv/bin/python bench/ann.py --source gaussian --rows 1000000 [--fit 20000]
     .venv/bin/python bench/ann.py --source real --dims 384 256 128 64 --ef 128
+    .venv/bin/python bench/ann.py --source real --rows 1000000 --build /data/ann-1m [--graphs flat sq8]
+
+``--build DIR``: the product's files at scale. The index is written as ``index --ann`` writes it, one chunk of
+``--chunk`` rows at a time (encoded, written, added to the graph; never all the rows in memory beside the graph):
+real texts first, shuffled (``--real-texts`` caps them), then, where they run out before ``--rows``, Gaussian rows
+drawn like the first ``--fit`` real rows' vectors (said in the output, with how many of each). One file per kind of
+``--graphs``: DIR/ann-flat.h5 (``--ann``) and DIR/ann-sq8.h5 (``--ann-compress sq8``), the second's rows read back
+from the first (encoded once). Printed: build time, peak RSS, file size, open time (the index opened and its graph
+loaded and checked, as ``search`` does); exact search (``search --exact``'s, from the file) and each graph at each
+``--ef`` (default 64 128 256): p50/p99 one query at a time and recall@10 against exact search; and each graph's
+memory at ``--rows`` and at 10M rows (``search/ann.py``'s ``graph_bytes``). A file already in DIR is reused (its
+rows count checked) unless ``--rebuild``.
 
 ``--dims``: each width in turn (the rows and the queries cut to their leading N dimensions and re-normalised, as
 ``index --dims N`` and ``search --dims N`` cut them): the vectors' and the graph's size, exact and HNSW latency, and
@@ -32,6 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.ann_files import GRAPHS, gaussian  # noqa: E402
 from bench.common import data_root, minilm_path, stsb_test_sentences  # noqa: E402
 
 
@@ -63,13 +76,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", choices=["real", "gaussian"], default="real")
     parser.add_argument("--gcide", default="/usr/share/dictd/gcide.index")
-    parser.add_argument("--rows", type=int, default=1_000_000, help="gaussian: how many rows")
+    parser.add_argument("--rows", type=int, help="gaussian: how many rows (1,000,000); --build: real rows topped up")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--fit", type=int, default=20000, help="real definitions whose vectors the rows are drawn like")
-    parser.add_argument("--ef", type=int, nargs="+", default=[32, 64, 128, 256], help="efSearch values to measure")
+    parser.add_argument("--ef", type=int, nargs="+", help="efSearch values (32 64 128 256; --build: 64 128 256)")
     parser.add_argument("--exact-latency-queries", type=int, default=50)
     parser.add_argument("--dims", type=int, nargs="+", help="widths to measure at (default: the model's own)")
+    parser.add_argument("--build", type=Path, help="write the index files here, chunk by chunk, and measure them")
+    parser.add_argument("--graphs", nargs="+", choices=list(GRAPHS), default=list(GRAPHS), help="--build: kinds")
+    parser.add_argument("--real-texts", type=int, help="--build: at most this many real texts (default: all)")
+    parser.add_argument("--chunk", type=int, default=16384, help="--build: rows encoded and written at a time")
+    parser.add_argument("--rebuild", action="store_true", help="--build: write the files even where they are")
     args = parser.parse_args()
+    if args.build is not None and (args.source != "real" or args.dims):
+        parser.error("--build takes --source real and no --dims")
+    args.ef = args.ef or ([64, 128, 256] if args.build else [32, 64, 128, 256])
 
     import faiss
     import torch
@@ -88,22 +109,19 @@ def main() -> None:
 
     glosses = sorted({gloss for _, gloss, _ in read_wordnet(data_root() / "wordnet")})
     queries = unit(random.Random(1).sample(stsb_test_sentences(), args.queries))
-    if args.source == "real":
-        from defsent_cli.dictionary.dictd import read_dictd
+    if args.build is not None:
+        from bench.ann_files import build_and_measure
 
-        texts = set(glosses)
-        for entry in read_dictd(args.gcide):
-            texts.update(entry.definitions)
-        texts = sorted(texts)
+        texts, named = real_texts(glosses, args.gcide)
+        build_and_measure(args, unit, texts, named, queries)
+        return
+    if args.source == "real":
+        texts, named = real_texts(glosses, args.gcide)
         start = time.perf_counter()
         rows = unit(texts)
-        what = f"every distinct GCIDE and WordNet definition, encoded in {time.perf_counter() - start:.0f} s"
+        what = f"every distinct {named} definition, encoded in {time.perf_counter() - start:.0f} s"
     else:
-        fit = unit(random.Random(0).sample(glosses, args.fit))
-        rng = np.random.default_rng(0)
-        mean, cov = fit.mean(axis=0), np.cov(fit, rowvar=False)
-        rows = rng.multivariate_normal(mean, cov, size=args.rows, method="cholesky").astype(np.float32)
-        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        rows = gaussian(unit(random.Random(0).sample(glosses, args.fit)), args.rows or 1_000_000)
         what = f"drawn like {args.fit:,} WordNet definitions' vectors"
     print(
         f"{len(rows):,} rows x {rows.shape[1]} ({what}), {args.queries:,} STS-B test queries; all-MiniLM-L6-v2; torch "
@@ -121,6 +139,19 @@ def main() -> None:
         else:
             kept = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, full_truth, strict=True)])
             print(f"exact top 10 at {dims} dims holds {kept:.4f} of the first width's exact top 10")
+
+
+def real_texts(glosses: list[str], gcide: str) -> tuple[list[str], str]:
+    """Every distinct definition of WordNet and, where its dictd index is there, GCIDE (sorted), and their name."""
+    texts = set(glosses)
+    if not Path(gcide).is_file():
+        print(f"no GCIDE at {gcide}: WordNet's definitions alone")
+        return sorted(texts), "WordNet"
+    from defsent_cli.dictionary.dictd import read_dictd
+
+    for entry in read_dictd(gcide):
+        texts.update(entry.definitions)
+    return sorted(texts), "GCIDE and WordNet"
 
 
 def measure_at(rows: np.ndarray, queries: np.ndarray, args) -> np.ndarray:

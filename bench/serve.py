@@ -1,16 +1,27 @@
-"""Load on ``defsent serve`` over loopback: throughput and p50/p99 latency of POST /v1/embeddings at concurrency
-1, 8 and 64, with one-sentence and 32-sentence requests. Every loop is bounded in requests and in seconds.
+"""Load on ``defsent serve`` over loopback, against infinity-emb at the same precision: throughput and p50/p99
+latency of POST /v1/embeddings, one-sentence and 32-sentence requests at several concurrencies, every loop bounded
+in requests and in seconds; beside each precision, what the same cores encode in-process and the quality (STS-B
+test Spearman x100) of each server's vectors at that precision.
 
-    python bench/serve.py [-m MODEL] [--runtime auto|torch|onnx] [--seconds 10] [--requests 2000]
-    python bench/serve.py --infinity .venv-infinity/bin/infinity_emb --infinity-engines torch,optimum
+    python bench/serve.py                                            # int8, bf16 and fp32: defsent alone
+    python bench/serve.py --infinity .venv-infinity/bin/infinity_emb # the same cells against infinity, same dtype
+    python bench/serve.py --precisions int8 --cells 1x1,64x32 --seconds 8
     python bench/serve.py --sigterm 20          # SIGTERM under load at concurrency 64: every request counted
     python bench/serve.py --memory 100000       # the server's memory over 100k requests
     python bench/serve.py --int8-per-batch --rounds 2   # today's int8 against the per-batch int8 of before issue 80
 
-It starts the server itself (a free port on 127.0.0.1), waits for /health, runs each cell, prints a Markdown table
-on stdout and stops the server. With ``--infinity BIN`` the same cells then run against infinity-emb (``BIN v2
---model-id FOLDER --engine E --device cpu``, its own virtual environment: it pins other torch and transformers
-releases) serving the same model folder, one engine after another, in the same run. Nothing leaves the machine.
+For each precision (``--precisions``, default int8,bf16,fp32) it starts ``defsent serve --precision P`` (runtime
+``auto``: int8 on ONNX Runtime, bf16 and fp32 on torch) on a free port of 127.0.0.1, waits for /health, runs the
+cells (``--cells``: CONCURRENCYxSENTENCES, default the issue's 1x1,64x1,1x32,8x32,64x32), sends the STS-B test
+sentences through it for their Spearman, and stops it; then the same against ``BIN v2 --model-id FOLDER --engine
+torch --dtype D --device cpu`` (infinity-emb in its own virtual environment: it pins other torch and transformers
+releases; D int8, bfloat16 or float32) serving the same model folder; then, with no server running, the in-process
+figure: ``encode`` of the 2,758 STS-B test sentences in batches of 32 at that precision, best of 2, as
+``bench/encode.py`` measures it (``--no-in-process`` skips it). The requests carry the STS-B test sentences, in
+order, 1 or 32 per request (the bench's 8 short sentences when the data is not here).
+
+The client (``bench/http_load.py``) is one thread with one event loop for every server alike; each cell says the
+share of a core it used. Nothing leaves the machine.
 
 With ``--int8-per-batch`` (the bundled model, default runtime: int8 on a CPU) the server runs twice per round,
 alternating: first on the int8 graph defsent made before issue 80 (ONNX Runtime's ``quantize_dynamic``, one
@@ -22,17 +33,21 @@ scale), exported into another fresh cache; ``--rounds`` times.
 from __future__ import annotations
 
 import argparse
+import base64
 import http.client
 import json
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.http_load import post_request, run_cell  # noqa: E402
 
 SENTENCES = [
     "A man is playing a guitar.",
@@ -50,63 +65,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def run_cell(
-    port: int, concurrency: int, per_request: int, seconds: float, max_requests: int, route: str = "/v1/embeddings"
-) -> dict:
-    latencies: list[float] = []
-    lock, errors, sent = threading.Lock(), [0], [0]
-    deadline = time.perf_counter() + seconds
-
-    def worker(seed: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        n = seed
-        while time.perf_counter() < deadline:
-            with lock:
-                if sent[0] >= max_requests:
-                    break
-                sent[0] += 1
-            texts = [SENTENCES[(n + i) % len(SENTENCES)] + f" #{n}" for i in range(per_request)]
-            n += concurrency
-            body = json.dumps({"input": texts, "model": "bench"})
-            start = time.perf_counter()
-            try:
-                conn.request("POST", route, body, {"Content-Type": "application/json"})
-                response = conn.getresponse()
-                response.read()
-                ok = response.status == 200
-            except OSError:
-                ok = False
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            with lock:
-                if ok:
-                    latencies.append(time.perf_counter() - start)
-                else:
-                    errors[0] += 1
-        conn.close()
-
-    began = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(seconds + 120)
-    elapsed = time.perf_counter() - began
-    latencies.sort()
-    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")  # noqa: E731
-    return {
-        "concurrency": concurrency,
-        "per_request": per_request,
-        "requests": len(latencies),
-        "errors": errors[0],
-        "req_s": len(latencies) / elapsed,
-        "sent_s": len(latencies) * per_request / elapsed,
-        "p50_ms": 1000 * pick(0.5),
-        "p99_ms": 1000 * pick(0.99),
-        "mean_ms": 1000 * statistics.fmean(latencies) if latencies else float("nan"),
-    }
 
 
 def wait_healthy(server: subprocess.Popen, port: int, log: str, path: str = "/health") -> dict:
@@ -133,16 +91,130 @@ def stop(server: subprocess.Popen) -> None:
         server.kill()
 
 
-def table(port: int, args, route: str, label: str) -> None:
-    run_cell(port, 4, 1, 2.0, 200, route)  # warm-up
-    print(f"\n{label}, {args.seconds:g} s per cell")
-    print("| concurrency | sentences/request | requests | errors | requests/s | sentences/s | p50 ms | p99 ms |")
-    print("|---|---|---|---|---|---|---|---|")
-    for size in map(int, args.sizes.split(",")):
-        for concurrency in map(int, args.concurrency.split(",")):
-            r = run_cell(port, concurrency, size, args.seconds, args.requests, route)
-            print(f"| {concurrency} | {size} | {r['requests']} | {r['errors']} | {r['req_s']:.1f} | "
-                  f"{r['sent_s']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} |", flush=True)  # fmt: skip
+#: infinity-emb's --dtype for each of defsent's precisions
+INFINITY_DTYPE = {"int8": "int8", "bf16": "bfloat16", "fp32": "float32"}
+
+
+def request_bodies(texts: list[str], size: int, route: str) -> list[bytes]:
+    """Requests of ``size`` consecutive texts each, cycling through ``texts`` (as many as there are texts)."""
+    out = []
+    for start in range(0, len(texts), size):
+        chunk = [texts[(start + i) % len(texts)] for i in range(size)]
+        out.append(post_request(route, json.dumps({"input": chunk, "model": "bench"}).encode()))
+    return out
+
+
+def cells_of(spec: str) -> list[tuple[int, int]]:
+    """``1x1,64x32`` -> [(1, 1), (64, 32)] (concurrency, sentences per request)."""
+    return [tuple(int(n) for n in cell.split("x")) for cell in spec.split(",")]
+
+
+def measure(port: int, args, route: str, texts: list[str]) -> dict[tuple[int, int], dict]:
+    """Every cell against the server on ``port`` (after a warm-up), as dicts of run_cell plus sentences/s."""
+    bodies = {size: request_bodies(texts, size, route) for size in {size for _, size in cells_of(args.cells)}}
+    run_cell(port, bodies[min(bodies)], 4, 2.0, 200)  # warm-up
+    results = {}
+    for concurrency, size in cells_of(args.cells):
+        r = run_cell(port, bodies[size], concurrency, args.seconds, args.requests)
+        r["sent_s"] = r["req_s"] * size
+        results[concurrency, size] = r
+        print(f"  c={concurrency} x{size}: {r['req_s']:.1f} requests/s ({r['sent_s']:.0f} sentences/s), p50 "
+              f"{r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, errors {r['errors']}, client CPU "
+              f"{r['client_cpu']:.2f} core", file=sys.stderr, flush=True)  # fmt: skip
+    return results
+
+
+def server_vectors(port: int, route: str, texts: list[str]):
+    """Every text's vector from the server, 32 per request, one request at a time (base64 where the server takes
+    it, floats otherwise)."""
+    import numpy as np
+
+    rows = []
+    for start in range(0, len(texts), 32):
+        chunk = texts[start : start + 32]
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        conn.request(
+            "POST", route, json.dumps({"input": chunk, "model": "bench"}), {"Content-Type": "application/json"}
+        )
+        data = sorted(json.loads(conn.getresponse().read())["data"], key=lambda row: row["index"])
+        conn.close()
+        for row in data:
+            value = row["embedding"]
+            rows.append(np.frombuffer(base64.b64decode(value), "<f4") if isinstance(value, str) else np.asarray(value))
+    return np.stack(rows).astype(np.float32)
+
+
+def stsb_spearman(vectors) -> float:
+    """STS-B test Spearman x100 of the cosine of each pair (the first half of the sentences against the second)."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from bench.encode import stsb_gold
+
+    gold = stsb_gold()
+    n = len(gold)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return 100 * float(spearmanr(np.sum(unit[:n] * unit[n:], axis=1), gold).statistic)
+
+
+def in_process(precision: str, texts: list[str]) -> float:
+    """Sentences/s of ``encode`` on ``texts`` at ``precision``, batch 32, best of 2 after a warm-up, in a process of
+    its own started now (no server running)."""
+    script = (
+        "import json, sys, time\n"
+        "from bench.common import minilm_path\n"
+        "from defsent_cli.encoder.encode import encode\n"
+        "from defsent_cli.encoder.models import load_model\n"
+        "from defsent_cli.encoder.onnx_runtime import use_runtime\n"
+        "from defsent_cli.encoder.precision import choose_runtime\n"
+        "texts = json.load(sys.stdin)\n"
+        f"runtime, precision = choose_runtime('auto', {precision!r}, 'cpu')\n"
+        "loaded = use_runtime(load_model(minilm_path(), 'cpu'), runtime, precision)\n"
+        "run = lambda t: encode(t, loaded, 'mean', batch_size=32, normalize_embeddings=True, show_progress_bar=False)\n"
+        "run(texts[:256])\n"
+        "best = 1e9\n"
+        "for _ in range(2):\n"
+        "    start = time.perf_counter(); run(texts); best = min(best, time.perf_counter() - start)\n"
+        "print(len(texts) / best)\n"
+    )
+    repo = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=json.dumps(texts), capture_output=True, text=True, cwd=repo, check=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def report(precision: str, cells, ours: dict, theirs: dict | None, alone: float | None, quality: dict) -> None:
+    """One precision's Markdown table on stdout."""
+    print(f"\n### {precision}\n")
+    head = "| cell | defsent | p50 / p99 ms | client CPU |"
+    rule = "|---|---|---|---|"
+    if theirs:
+        head += " infinity | p50 / p99 ms | client CPU | ratio |"
+        rule += "---|---|---|---|"
+    if alone:
+        head += " of in-process |"
+        rule += "---|"
+    print(head)
+    print(rule)
+    for concurrency, size in cells:
+        d = ours[concurrency, size]
+        unit = "requests/s" if size == 1 else "sentences/s"
+        figure = (lambda r: f"{r['req_s']:.1f}") if size == 1 else (lambda r: f"{r['sent_s']:.0f}")
+        line = f"| c={concurrency} x{size} ({unit}) | {figure(d)} | {d['p50_ms']:.1f} / {d['p99_ms']:.1f} | "
+        line += f"{d['client_cpu']:.2f} |"
+        if theirs:
+            t = theirs[concurrency, size]
+            ratio = d["req_s"] / t["req_s"] if t["req_s"] else float("nan")
+            line += f" {figure(t)} | {t['p50_ms']:.1f} / {t['p99_ms']:.1f} | {t['client_cpu']:.2f} | {ratio:.2f}x |"
+        if alone:
+            line += f" {100 * d['sent_s'] / alone:.0f}% |" if size > 1 else " |"
+        errors = d["errors"] + (theirs[concurrency, size]["errors"] if theirs else 0)
+        print(line + (f" ({errors} errors)" if errors else ""))
+    if alone:
+        print(f"\nin-process encode at {precision} (STS-B test, batch 32, best of 2): {alone:.0f} sentences/s")
+    for who, score in quality.items():
+        print(f"STS-B test Spearman x100 of {who}'s {precision} vectors: {score:.2f}")
 
 
 def rss_mib(pid: int) -> float:
@@ -159,9 +231,10 @@ def memory(port: int, pid: int, total: int) -> None:
     print("| requests | RSS MiB | errors |")
     print("|---|---|---|")
     print(f"| 0 | {rss_mib(pid):.1f} | 0 |", flush=True)
+    bodies = request_bodies(SENTENCES, 1, "/v1/embeddings")
     done = 0
     while done < total:
-        r = run_cell(port, 8, 1, 3600.0, min(step, total - done))
+        r = run_cell(port, bodies, 8, 3600.0, min(step, total - done))
         done += r["requests"] + r["errors"]
         print(f"| {done:,} | {rss_mib(pid):.1f} | {r['errors']} |", flush=True)
 
@@ -229,19 +302,17 @@ def sigterm(server: subprocess.Popen, port: int, seconds: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-m", "--model", default=None)
-    parser.add_argument("--runtime", default="auto")
-    parser.add_argument("--precision", default="auto")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--concurrency", default="1,8,64")
-    parser.add_argument("--sizes", default="1,32")
+    parser.add_argument("--precisions", default="int8,bf16,fp32", help="each served by both servers in turn")
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--requests", type=int, default=3000, help="at most this many requests per cell")
+    parser.add_argument("--cells", default="1x1,64x1,1x32,8x32,64x32", help="CONCURRENCYxSENTENCES, comma-separated")
     parser.add_argument("--infinity", help="infinity_emb's executable (its own venv): the same cells against it")
-    parser.add_argument("--infinity-engines", default="torch,optimum")
-    parser.add_argument(
-        "--infinity-model", help="the folder infinity serves (default -m; optimum needs onnx/model.onnx)"
-    )
+    parser.add_argument("--infinity-model", help="the folder infinity serves (default -m, else the bundled model)")
+    parser.add_argument("--serve-args", default="", help="more options for defsent serve (e.g. '--max-batch 256')")
+    parser.add_argument("--no-in-process", action="store_true", help="skip the in-process figure")
+    parser.add_argument("--no-quality", action="store_true", help="skip the STS-B Spearman of each server's output")
     parser.add_argument("--sigterm", type=float, help="SIGTERM under load after half these seconds, then stop")
     parser.add_argument("--memory", type=int, help="this many requests, the server's RSS every tenth of the way")
     parser.add_argument(
@@ -249,50 +320,85 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=1, help="with --int8-per-batch: how many times each")
     args = parser.parse_args()
-    if not args.int8_per_batch:
-        serve_defsent(args, "", {})
-    else:
+    texts = bench_texts()
+    if args.sigterm or args.memory:
+        serve_defsent(args, args.precisions.split(",")[0], texts, {})
+        return
+    if args.int8_per_batch:
         if args.model:
             sys.exit("--int8-per-batch serves the bundled model (its graphs live in the user's cache): leave out -m")
         caches = int8_caches()
         for _ in range(args.rounds):
             for label, cache in caches.items():
-                serve_defsent(args, f", int8 {label}", {"DEFSENT_CACHE": str(cache)})
-    if not args.infinity:
+                print(f"\nint8 {label}")
+                report("int8", cells_of(args.cells), serve_defsent(args, "int8", texts, {}, {"DEFSENT_CACHE": str(cache)}),
+                       None, None, {})  # fmt: skip
         return
-    folder = args.infinity_model or args.model or minilm_folder()
-    for engine in args.infinity_engines.split(","):
-        port = free_port()
-        log = Path("/tmp") / f"bench-infinity-{engine}-{port}.log"
-        command = [args.infinity, "v2", "--model-id", str(folder), "--served-model-name", "bench", "--engine", engine,
-                   "--device", "cpu", "--port", str(port), "--host", "127.0.0.1"]  # fmt: skip
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
-        try:
-            wait_healthy(server, port, str(log))
-            table(port, args, "/embeddings", f"infinity-emb, engine {engine}, {folder}")
-        finally:
-            stop(server)
+    print(f"{len(texts):,} request texts; {args.seconds:g} s or {args.requests} requests per cell; client: one "
+          f"thread, one event loop, keep-alive connections (bench/http_load.py)")  # fmt: skip
+    for precision in args.precisions.split(","):
+        quality: dict[str, float] = {}
+        print(f"{precision}: defsent serve", file=sys.stderr, flush=True)
+        ours = serve_defsent(args, precision, texts, quality)
+        theirs = None
+        if args.infinity:
+            print(f"{precision}: infinity-emb", file=sys.stderr, flush=True)
+            theirs = serve_infinity(args, precision, texts, quality)
+        alone = None if args.no_in_process else in_process(precision, texts)
+        report(precision, cells_of(args.cells), ours, theirs, alone, quality)
 
 
-def serve_defsent(args, label: str, env: dict) -> None:
-    """Start ``defsent serve`` (``env`` added to the environment), run the cells (or --sigterm, --memory), stop it."""
-    port = free_port()
-    command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--runtime", args.runtime]
-    command += ["--precision", args.precision, "-q"] + (["-m", args.model] if args.model else [])
-    log = Path("/tmp") / f"bench-serve-{port}.log"
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env={**os.environ, **env})
+def bench_texts() -> list[str]:
+    """The STS-B test sentences when the data is here (the quality figure needs them), else :data:`SENTENCES`."""
+    from bench.common import stsb_test_sentences
+
     try:
-        health = wait_healthy(server, port, str(log))
+        return stsb_test_sentences()
+    except (SystemExit, OSError):
+        return list(SENTENCES)
+
+
+def serve_infinity(args, precision: str, texts: list[str], quality: dict) -> dict:
+    folder = args.infinity_model or args.model or minilm_folder()
+    port = free_port()
+    log = Path("/tmp") / f"bench-infinity-{precision}-{port}.log"
+    command = [args.infinity, "v2", "--model-id", str(folder), "--served-model-name", "bench", "--engine", "torch",
+               "--dtype", INFINITY_DTYPE[precision], "--device", "cpu", "--port", str(port), "--host", "127.0.0.1"]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+    try:
+        wait_healthy(server, port, str(log))
+        results = measure(port, args, "/embeddings", texts)
+        if not args.no_quality and len(texts) > len(SENTENCES):
+            quality["infinity-emb"] = stsb_spearman(server_vectors(port, "/embeddings", texts))
+        return results
+    finally:
+        stop(server)
+
+
+def serve_defsent(args, precision: str, texts: list[str], quality: dict, env: dict | None = None) -> dict:
+    """Start ``defsent serve --precision PRECISION`` (``env`` added to the environment), run the cells (or --sigterm,
+    --memory), stop it."""
+    port = free_port()
+    command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--precision", precision, "-q"]
+    command += (["-m", args.model] if args.model else []) + args.serve_args.split()
+    log = Path("/tmp") / f"bench-serve-{port}.log"
+    server = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env={**os.environ, **(env or {})}
+    )
+    try:
+        wait_healthy(server, port, str(log))
         if args.sigterm:
-            run_cell(port, 4, 1, 2.0, 200)  # warm-up
+            run_cell(port, request_bodies(SENTENCES, 1, "/v1/embeddings"), 4, 2.0, 200)  # warm-up
             sigterm(server, port, args.sigterm)
-            return
+            return {}
         if args.memory:
-            run_cell(port, 4, 1, 2.0, 200)
+            run_cell(port, request_bodies(SENTENCES, 1, "/v1/embeddings"), 4, 2.0, 200)
             memory(port, server.pid, args.memory)
-            return
-        title = f"defsent serve: model {health['model']}, runtime {args.runtime}/{args.precision}{label}"
-        table(port, args, "/v1/embeddings", title)
+            return {}
+        results = measure(port, args, "/v1/embeddings", texts)
+        if not args.no_quality and len(texts) > len(SENTENCES):
+            quality["defsent"] = stsb_spearman(server_vectors(port, "/v1/embeddings", texts))
+        return results
     finally:
         stop(server)
 

@@ -108,3 +108,55 @@ def test_the_graph_recalls_the_exact_top_ten_of_random_unit_vectors():
     recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
     assert recall >= 0.9, recall
     np.testing.assert_allclose(scores, np.take_along_axis(queries @ rows.T, found, axis=1), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- the 8-bit graph (--ann-compress sq8)
+
+
+@pytest.fixture(scope="module")
+def compressed(indexed) -> dict:
+    index = indexed["folder"] / "corpus-sq8.h5"
+    corpus = indexed["folder"] / "corpus.txt"
+    done = defsent("index", corpus, "-m", indexed["model"], "--ann-compress", "sq8", "-o", index, *TORCH_FP32)
+    assert done.returncode == 0, done.stderr
+    assert "HNSW graph (faiss-hnsw-sq8)" in done.stderr  # --ann-compress implies --ann
+    return {**indexed, "index": index}
+
+
+def recall(found: list[dict], truth: list[dict]) -> float:
+    return float(
+        np.mean(
+            [
+                len({h["id"] for h in a["results"]} & {h["id"] for h in e["results"]}) / len(e["results"])
+                for a, e in zip(found, truth, strict=True)
+            ]
+        )
+    )
+
+
+def test_an_sq8_graph_is_smaller_and_recalls_as_the_flat_one_does(indexed, compressed):
+    import h5py
+
+    from defsent_cli.search.ann import FLAT, SQ8, graph_bytes
+
+    with h5py.File(compressed["index"], "r") as h5, h5py.File(indexed["index"], "r") as flat:
+        assert h5.attrs["ann"] == SQ8 and h5["ann_hnsw"].attrs["kind"] == SQ8 and h5["ann_hnsw"].attrs["metric"] == "ip"
+        assert h5["ann_hnsw"].attrs["trained_rows"] == 600  # the quantiser's ranges: from the first chunk of rows
+        sizes = {SQ8: h5["ann_hnsw"].shape[0], FLAT: flat["ann_hnsw"].shape[0]}
+    for kind, size in sizes.items():  # what graph_bytes computes is what is stored (and loaded)
+        assert graph_bytes(600, 32, kind=kind) == pytest.approx(size, rel=0.03), (kind, size)
+    assert sizes[FLAT] - sizes[SQ8] == pytest.approx(600 * 32 * 3, rel=0.02)  # 1 byte a dimension instead of 4
+    assert graph_bytes(10_000_000, 384, kind=SQ8) < 0.37 * graph_bytes(10_000_000, 384, kind=FLAT)
+
+    queries = texts(20, 1)
+    found, note = search(compressed, queries)
+    assert {row["search"] for row in found} == {"hnsw"} and "faiss-hnsw-sq8" in note
+    truth, _ = search(compressed, queries, "--exact")
+    flat, _ = search(indexed, queries)
+    assert recall(found, truth) >= max(0.9, recall(flat, truth) - 0.05), (recall(found, truth), recall(flat, truth))
+    for a, e in zip(found, truth, strict=True):  # the graph's candidates scored again exactly: cosines, in order
+        exact = {hit["id"]: hit["score"] for hit in e["results"]}
+        for hit in a["results"]:
+            if hit["id"] in exact:
+                assert hit["score"] == pytest.approx(exact[hit["id"]], abs=1e-5)
+        assert [hit["score"] for hit in a["results"]] == sorted((hit["score"] for hit in a["results"]), reverse=True)

@@ -75,6 +75,8 @@ def built(tmp_path_factory, tiny_st) -> dict:
     longer = folder / "longer.txt"
     longer.write_text(corpus.read_text() + "".join(t + "\n" for t in texts(30, 2)))
     found["longer_ann"] = index(longer, "longer-ann.h5", "--ann")
+    found["sq8"] = index(corpus, "sq8.h5", "--ann-compress", "sq8")
+    found["other_sq8"] = index(other, "other-sq8.h5", "--ann-compress", "sq8")
     return found
 
 
@@ -247,6 +249,45 @@ def test_an_old_index_checks_its_graph_against_its_rows(cli, built, tmp_path):
             source.copy("ann_hnsw", h5)
         one_error(search(cli, index, "red cat"), index, says)
     assert first_hits(search(cli, old(copy(built, "ann", tmp_path)), "red cat"))
+
+
+def sq8_codes(path: Path) -> tuple[int, int]:
+    """(offset of the 8-bit codes of the rows inside the dataset ann_hnsw, bytes per row): FAISS writes an
+    IndexHNSWSQ's storage last, its codes, n x d bytes, at its end."""
+    with h5py.File(path, "r") as h5:
+        n, d = h5["vectors"].shape
+        return h5["ann_hnsw"].shape[0] - n * d, d
+
+
+def test_a_changed_byte_of_an_sq8_graph_is_an_error_and_exact_search_still_right(cli, built, tmp_path):
+    needs(built, "sq8")
+    index = copy(built, "sq8", tmp_path)
+    query = built["corpus"].read_text().splitlines()[120]
+    assert first_hits(search(cli, index, query))[0] == query
+    start, width = sq8_codes(index)
+    with h5py.File(index, "r") as h5:
+        code = int(h5["ann_hnsw"][start + 120 * width])
+    overwrite(index, "ann_hnsw", start + 120 * width, bytes([(code + 128) % 256]))  # one byte of the query's row
+    one_error(search(cli, index, query), index, "SHA-256")
+    assert first_hits(search(cli, index, query, extra=("--exact",)))[0] == query
+
+
+def test_an_old_index_checks_its_sq8_graph_against_its_rows_within_a_step(cli, built, tmp_path):
+    """Without a recorded checksum, a sample of the 8-bit rows is checked against the index's rows, each value
+    within its dimension's quantisation step: the graph's own rows pass, another index's or a damaged one do not."""
+    needs(built, "sq8")
+    assert first_hits(search(cli, old(copy(built, "sq8", tmp_path)), "red cat"))
+    index = old(copy(built, "sq8", tmp_path))
+    with h5py.File(needs(built, "other_sq8"), "r") as source, h5py.File(index, "r+") as h5:
+        del h5["ann_hnsw"]
+        source.copy("ann_hnsw", h5)
+    one_error(search(cli, index, "red cat"), index, "differs from the index's")
+    index = old(copy(built, "sq8", tmp_path))
+    start, width = sq8_codes(index)
+    with h5py.File(index, "r") as h5:
+        codes = h5["ann_hnsw"][start : start + width]  # row 1's, the first of the sample
+    overwrite(index, "ann_hnsw", start, bytes(((codes.astype(int) + 9) % 256).astype(np.uint8)))
+    one_error(search(cli, index, "red cat"), index, "vector of row 1 differs")
 
 
 # ---------------------------------------------------------------------------- a model that gives NaN

@@ -267,3 +267,45 @@ def test_serve_checks_its_index_before_it_listens_and_warns_of_options_without_e
     said = server.stderr()
     assert "--similarity has no effect: it scores --bank's entries, and no bank is served" in said
     assert "no index is served" not in said  # --exact: an index is served (it has no graph: warned as such)
+
+
+class CountingTokenizer:
+    """A tokenizer that counts the texts it is asked to tokenise, and is otherwise the one it wraps."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.inner(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_each_request_is_tokenised_once_and_its_ids_give_encode_vectors(world):  # noqa: F811
+    """Issue 81: the measuring thread tokenises a request (its usage, its check against the window) and the ids go on
+    to the model: the encoding thread tokenises nothing, and the vectors are encode's, a text over the window cut as
+    encode cuts it."""
+    import numpy as np
+
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.spec import Encoder
+    from defsent_cli.serve.engine import Engine, TooLong
+    from defsent_cli.serve.limits import Limits
+
+    loaded = load_model(world["model"], "cpu")
+    encoder = Encoder.of(loaded, "mean")
+    engine = Engine(encoder, "tiny", Limits())
+    texts = ["a baby pig", "A man is playing a guitar.", WORDS]
+    expected = encoder(texts)  # encode truncates to the window as it tokenises
+    with pytest.raises(TooLong):
+        engine.measure(texts)
+    ids = engine.measure(texts, truncate=True)
+    assert [len(one) for one in ids][2] == engine.token_limit == 64
+    counting = loaded.tokenizer = CountingTokenizer(loaded.tokenizer)
+    vectors = engine._embed(ids)
+    assert counting.calls == 0
+    np.testing.assert_allclose(vectors, expected, atol=1e-6, rtol=0)
+    engine.executor.shutdown()
+    engine.measuring.shutdown()

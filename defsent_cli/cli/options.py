@@ -98,7 +98,9 @@ def model_default(ctx, param, value):
     """A click callback: ``-m`` a local folder or a Hub name (resolved to a local folder, encoder/hub.py, at
     ``--revision``); no ``-m`` -> ``DEFSENT_MODEL`` (a folder or a Hub name), else the bundled all-MiniLM-L6-v2,
     else a usage error naming all three ways. The choice is remembered for the one-line note :func:`guard`
-    gives. The option's text comes as typed (``path_type=str``): ``./x`` is a local folder, never a Hub name."""
+    gives. The option's text comes as typed (``path_type=str``): ``./x`` is a local folder, never a Hub name.
+    Where an eager option has set :data:`MODEL_FROM_FILE` (``index --append``: the model the index records), no
+    ``-m`` stays None, for the command to resolve."""
     if ctx.resilient_parsing:
         return value
     revision = ctx.meta.get(REVISION_KEY)
@@ -107,6 +109,8 @@ def model_default(ctx, param, value):
             values = value if param.multiple else [value]
             resolved = [_resolved(v, revision, ctx) for v in values]
             return resolved if param.multiple else resolved[0]
+        if ctx.meta.get(MODEL_FROM_FILE):
+            return value
         import os
 
         from ..encoder.models import MODEL_ENV, default_model
@@ -123,6 +127,8 @@ def model_default(ctx, param, value):
 
 
 REVISION_KEY = "defsent.revision"
+#: Set (by an eager option's callback) where a command's default model is the one its input file records.
+MODEL_FROM_FILE = "defsent.model_from_file"
 _GLOB = set("*?[")
 
 

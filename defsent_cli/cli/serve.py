@@ -123,9 +123,12 @@ def serve_command(
     """
     try:
         import fastapi  # noqa: F401
+        import orjson  # noqa: F401
         import uvicorn
     except ImportError:
-        raise DefsentError("defsent serve needs FastAPI and uvicorn: pip install 'defsent-cli[serve]'") from None
+        raise DefsentError(
+            "defsent serve needs FastAPI, uvicorn and orjson: pip install 'defsent-cli[serve]'"
+        ) from None
     from ..encoder.onnx_runtime import describe
     from ..formats.bank import open_bank
     from ..formats.index import open_index

@@ -167,12 +167,14 @@ def encode_ids(
     progress=None,
     task=None,
     dim: int | None = None,
+    spread: bool = False,
 ) -> np.ndarray:
     """Run the encoder over pre-tokenised inputs; rows come back in input order (``dim``: the pooling's
     output width when it is not the model's, e.g. a word head's).
 
     Batches are length-sorted (:func:`length_batches`, with ``loaded.batch_tokens`` as a token budget).
-    On CPU they run on worker threads (:func:`encode_workers`); on a GPU in one stream with no host sync
+    On CPU they run on worker threads (:func:`encode_workers`); with ``spread`` (the server's batches), fewer texts
+    than the workers' batches hold (32 on 2 workers) are split into one batch per worker; on a GPU in one stream with no host sync
     per batch: padding is decided on the host, inputs go through pinned memory with non-blocking copies,
     and the pooled rows stay on the device until :data:`GPU_FLUSH_ROWS` are waiting, so the host
     prepares the next batches while the GPU works. With ``loaded.cuda_graphs`` the batches have fixed
@@ -190,6 +192,8 @@ def encode_ids(
         return pooling(replace(batch, mask_token_id=tokenizer.mask_token_id)).float()
 
     lengths = [len(ids) for ids in id_lists]
+    if spread and device.type == "cpu" and not loaded.cuda_graphs:  # fewer texts than the workers' batches: all busy
+        batch_size = max(1, min(batch_size, -(-len(id_lists) // encode_workers(device))))
     batches, graphed = length_batches(lengths, batch_size, loaded.batch_tokens), None
     if loaded.cuda_graphs and model is loaded.model:  # fixed-shape batches, each replayed from its CUDA graph
         graphed = GraphedEncoder(

@@ -31,7 +31,7 @@ from ..io import check_input, read_texts
 from ..log import warn
 from ..space.dims import check_dims, leading
 from ..space.linalg import l2_normalize
-from .encode import encode, prepare_pooling
+from .encode import encode, encode_ids, prepare_pooling
 from .models import LoadedModel
 from .pooling import Pooling, build_pooling
 from .token_weights import build_weighting, parse_drop_groups
@@ -223,8 +223,21 @@ class Encoder:
             description=description,
             shard=shard,
         )
-        if vectors is None:
-            return None
+        return None if vectors is None else self.finish(vectors)
+
+    def encode_ids(self, id_lists: Sequence[Sequence[int]]) -> np.ndarray:
+        """The vectors of texts tokenised already, as :func:`~.tokenize.tokenize` tokenises them for this encoder
+        (its pooling, its token limit ``loaded.token_limit(max_length)``): the rows ``encoder(texts)`` gives. A
+        server tokenises each request once, to count and check its tokens, and hands the ids on."""
+        if not id_lists:
+            return np.zeros((0, self.width), dtype=np.float32)
+        pooling = self.pooling
+        if getattr(pooling.weighting, "kind", None) == "idf" and not pooling.weighting.fitted:
+            pooling = replace(pooling, weighting=pooling.weighting.fit(id_lists, len(self.loaded.tokenizer)))
+        return self.finish(encode_ids(self.loaded, id_lists, pooling, self.batch_size, spread=True))
+
+    def finish(self, vectors: np.ndarray) -> np.ndarray:
+        """The pooled rows post-processed, normalised (:attr:`normalized`) and cut (:attr:`dims`)."""
         vectors = apply_post(self.post, vectors)
         return leading(l2_normalize(vectors) if self.normalized else vectors, self.dims, self.normalized)
 

@@ -115,7 +115,8 @@ class Collection:
     def search_note(self) -> str:
         if self.ann is None:
             return "exact search"
-        return f"approximate search through the index's HNSW graph, efSearch {self.ann.ef_search}; --exact for all rows"
+        kind = "" if self.ann.kind == ann_module.FLAT else f" ({self.ann.kind}, its candidates scored exactly)"
+        return f"approximate search through the index's HNSW graph{kind}, efSearch {self.ann.ef_search}; --exact for all rows"
 
     @property
     def kind(self) -> str:

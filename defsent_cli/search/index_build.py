@@ -30,6 +30,7 @@ class IndexSummary:
     dim: int
     pooling: str
     runtime: str
+    added: int = 0  # index --append: the rows added (``rows`` is the index's count after them)
 
 
 def build_index(
@@ -47,10 +48,12 @@ def build_index(
     ann: bool = False,
     where: Sequence[tuple[str, int]] | None = None,
     dims: int | None = None,
+    ann_compress: str = "none",
 ) -> IndexSummary | None:
     """Encode ``texts`` (rows in order, each with its id) into the index ``output``, ``chunk_texts`` at a time,
     each chunk's unit vectors written as they come (:func:`~defsent_cli.formats.index.index_output`); with ``ann``
-    an HNSW graph grows with them and is stored in the file (``ann.py``). A text whose vector is NaN or infinite
+    an HNSW graph grows with them and is stored in the file (``ann.py``; ``ann_compress``: how it stores the rows,
+    one of ``ann.COMPRESSIONS``). A text whose vector is NaN or infinite
     is an error naming its input line (``where``: each text's file and line) and writes nothing. ``dims``: the
     leading dims of each vector are kept (``index --dims``; recorded as the attribute ``dims``). Under torchrun
     (inside ``distributed.session``) the processes share every chunk's batches and rank 0 writes; the other ranks
@@ -79,8 +82,8 @@ def build_index(
     }
     if dims is not None:
         attrs["dims"] = width
-    graph = ann_module.HnswBuilder(width) if ann and main else None
-    extra = ann_module.graph_bytes(len(texts), width) if graph is not None else 0
+    graph = ann_module.HnswBuilder(width, compress=ann_compress) if ann and main else None
+    extra = ann_module.graph_bytes(len(texts), width, kind=graph.settings["kind"]) if graph is not None else 0
     out = index_output(output, len(texts), width, text_bytes, extra) if main else nullcontext()
     with out as writer:
         for start in range(0, len(texts), chunk_texts):
@@ -95,7 +98,7 @@ def build_index(
                     graph.add(unit)
         if writer is not None:
             if graph is not None:
-                writer.attach(ann_module.ANN_DATASET, graph.serialized(), graph.settings)
+                writer.attach_written(ann_module.ANN_DATASET, graph.stored_bytes(), graph.write, graph.settings)
                 attrs["ann"] = graph.settings["kind"]
             writer.attrs.update(attrs)
     return IndexSummary(len(texts), width, encoder.pooling.name, describe(loaded)) if main else None

@@ -51,6 +51,14 @@ class Security:
     cors_origins: list[str] = field(default_factory=list)
 
 
+def json_response(content: dict) -> Response:
+    """A JSON answer written by orjson (numpy arrays as JSON arrays of their float32 values, shortest form), not
+    through FastAPI's encoder, which walks every float of a response in Python."""
+    import orjson
+
+    return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
+
+
 def error_response(exc: ApiError, headers: dict | None = None) -> JSONResponse:
     headers = headers or exc.headers
     return JSONResponse(error_body(exc.message, exc.kind, exc.param, exc.code), exc.status, headers=headers)
@@ -233,8 +241,8 @@ class Routes(DictionaryRoutes):
         except Stopping as exc:
             raise engine_error(exc) from None
 
-    async def measured(self, texts: list[str], body: dict, param: str) -> list[int]:
-        """Each text's tokens, every text checked against the model's window (unless ``truncate``)."""
+    async def measured(self, texts: list[str], body: dict, param: str) -> list[list[int]]:
+        """Each text's token ids, every text checked against the model's window (unless ``truncate``)."""
         try:
             return await self.engine.measured(texts, flag(body, "truncate"))
         except TooLong as exc:
@@ -254,19 +262,19 @@ class Routes(DictionaryRoutes):
         model = body.get("model")
         if model is not None and not isinstance(model, str):
             raise ApiError(400, "'model' must be a string", param="model")
-        counts = await self.measured(texts, body, "input")
-        vectors = await self.batched("embeddings", request, texts)
+        ids = await self.measured(texts, body, "input")
+        vectors = await self.batched("embeddings", request, ids)
         # the batch is encoded at full width; each request keeps its leading dims as encode --dims does
-        vectors = leading(np.stack(vectors), dimensions, engine.encoder.normalized)
-        data = []
-        for number, vector in enumerate(vectors):
-            row = np.asarray(vector, dtype="<f4")
-            value = base64.b64encode(row.tobytes()).decode("ascii") if fmt == "base64" else row.tolist()
-            data.append({"object": "embedding", "index": number, "embedding": value})
-        tokens = sum(counts)
+        vectors = np.ascontiguousarray(leading(vectors, dimensions, engine.encoder.normalized), dtype="<f4")
+        if fmt == "base64":
+            rows = [base64.b64encode(row.tobytes()).decode("ascii") for row in vectors]
+        else:
+            rows = vectors  # written by orjson from the array: no Python float per number
+        data = [{"object": "embedding", "index": number, "embedding": row} for number, row in enumerate(rows)]
+        tokens = sum(map(len, ids))
         engine.metrics.count_texts(0, tokens)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-        return {"object": "list", "data": data, "model": engine.model_name, "usage": usage}
+        return json_response({"object": "list", "data": data, "model": engine.model_name, "usage": usage})
 
     async def request_queries(self, request: Request) -> tuple[dict, list[str]]:
         """The request's JSON body and its ``query`` texts, within the limits."""

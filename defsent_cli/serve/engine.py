@@ -2,10 +2,11 @@
 same vectors) with each text's token count, and the search of a served index and bank (:mod:`.search`), each
 behind its own dynamic batcher (:mod:`.batcher`) on one encoding thread.
 
-Each request's texts are measured first, on a thread of their own with a tokenizer of their own (:meth:`Engine.
-measure`: the tokens each text takes, and whether it fits the model's window), so a text the model cannot read
-whole is refused before it joins a batch (:class:`TooLong`) unless its request asked for truncation, and the
-token counts of ``usage`` cost the encoding thread nothing."""
+Each request's texts are tokenised first, once, on a thread of their own with a tokenizer of their own
+(:meth:`Engine.measure`: the ids the model reads and whether each text fits the model's window), so a text the model
+cannot read whole is refused before it joins a batch (:class:`TooLong`) unless its request asked for truncation;
+the embeddings batcher then takes the ids, not the texts, and the token counts of ``usage`` are their lengths: the
+encoding thread tokenises nothing."""
 
 from __future__ import annotations
 
@@ -63,34 +64,39 @@ class Engine:
     def dim(self) -> int:
         return int(self.loaded.dim)
 
-    def measure(self, texts: list[str], truncate: bool = False) -> list[int]:
-        """Tokens the model reads for each text (special tokens included); a text longer than the model's window is
-        :class:`TooLong` unless ``truncate`` (then it counts the window). Runs on the measuring thread."""
-        limit = self.token_limit
-        ids = tokenize(texts, self.tokenizer, self.encoder.pooling, limit + 1)  # limit + 1: over the window or not
-        counts = [len(one) for one in ids]
-        if not truncate:
-            for number, count in enumerate(counts):
-                if count > limit:
-                    raise TooLong(number, count, limit)
-        return [min(count, limit) for count in counts]
+    def measure(self, texts: list[str], truncate: bool = False) -> list[list[int]]:
+        """Each text's token ids, as the model reads it (special tokens included): the request is tokenised here,
+        once, and the ids go on to the encoder (:meth:`Encoder.encode_ids`) and to ``usage`` (their lengths). A
+        text longer than the model's window is :class:`TooLong` unless ``truncate`` (then it is cut to the window
+        as ``encode`` cuts it). Runs on the measuring thread."""
+        limit, pooling = self.token_limit, self.encoder.pooling
+        ids = tokenize(texts, self.tokenizer, pooling, limit + 1)  # limit + 1: over the window or not
+        over = [number for number, one in enumerate(ids) if len(one) > limit]
+        if over and not truncate:
+            raise TooLong(over[0], len(ids[over[0]]), limit)
+        if over:  # cut as encode cuts (truncation keeps the closing special token, a template's mask)
+            for number, one in zip(
+                over, tokenize([texts[n] for n in over], self.tokenizer, pooling, limit), strict=True
+            ):
+                ids[number] = one
+        return ids
 
-    async def measured(self, texts: list[str], truncate: bool = False) -> list[int]:
+    async def measured(self, texts: list[str], truncate: bool = False) -> list[list[int]]:
         """:meth:`measure`, off the event loop."""
         import asyncio
 
         return await asyncio.get_running_loop().run_in_executor(self.measuring, self.measure, texts, truncate)
 
-    def _embed(self, texts: list[str]) -> list[np.ndarray]:
-        vectors = self.encoder(texts)
-        self.metrics.count_texts(len(texts), 0)
-        return list(vectors)
+    def _embed(self, id_lists: list[list[int]]) -> np.ndarray:
+        vectors = self.encoder.encode_ids(id_lists)
+        self.metrics.count_texts(len(id_lists), 0)
+        return vectors
 
     def _queries(self, collection: Collection):
-        def run(texts: list[str]) -> list[np.ndarray]:
+        def run(texts: list[str]) -> np.ndarray:
             vectors = collection.vectors(texts)
             self.metrics.count_texts(len(texts), 0)
-            return list(vectors)
+            return vectors
 
         return run
 

@@ -19,7 +19,7 @@ class Limits:
     max_inputs: int = 256
     max_chars: int = 8192
     max_k: int = 100
-    max_batch: int = 64
+    max_batch: int = 256
     max_wait_ms: float = 2.0
     max_queue: int = 256
     drain_seconds: float = 30.0
