@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.ann_files import GRAPHS, gaussian  # noqa: E402
+from bench.ann_files import GRAPHS, gaussian, percentiles, sweep  # noqa: E402
 from bench.common import data_root, minilm_path, stsb_test_sentences  # noqa: E402
 
 
@@ -65,11 +65,6 @@ class Rows:
         stop = len(self.vectors) if stop is None else stop
         for first in range(start, stop, chunk):
             yield first, self.vectors[first : min(first + chunk, stop)]
-
-
-def percentiles(seconds: list[float]) -> str:
-    ms = np.asarray(seconds) * 1000
-    return f"p50 {np.percentile(ms, 50):7.2f} ms  p99 {np.percentile(ms, 99):7.2f} ms"
 
 
 def main() -> None:
@@ -177,18 +172,7 @@ def measure_at(rows: np.ndarray, queries: np.ndarray, args) -> np.ndarray:
     stored = builder.serialized()
     print(f"HNSW build (M 32, efConstruction 200): {build:.0f} s; stored graph {stored.nbytes / 2**20:,.0f} MiB")
     graph = Hnsw(builder.index, builder.settings)
-    for ef in args.ef:
-        graph.ef_search = ef
-        graph.search(queries[:20], 10)  # warm-up
-        times, found = [], []
-        for q in queries:
-            start = time.perf_counter()
-            rows_found, _ = graph.search(q[None, :], 10)
-            times.append(time.perf_counter() - start)
-            found.append(rows_found[0])
-        recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
-        speedup = np.median(exact_times) / np.median(times)
-        print(f"HNSW efSearch {ef:>4}: recall@10 {recall:.4f}  {percentiles(times)}  ({speedup:,.0f}x exact's p50)")
+    sweep(graph, queries, truth, exact_times, args.ef, "HNSW")
 
     return truth
 

@@ -40,6 +40,23 @@ def percentiles(seconds: list[float]) -> str:
     return f"p50 {np.percentile(ms, 50):8.2f} ms  p99 {np.percentile(ms, 99):8.2f} ms"
 
 
+def sweep(graph, queries: np.ndarray, truth, exact_times: list[float], efs, label: str) -> None:
+    """One line per efSearch: the graph's recall@10 against ``truth`` (exact search's top 10 of each query), its
+    p50/p99 one query at a time after a warm-up, and its speed-up over exact search's p50."""
+    for ef in efs:
+        graph.ef_search = ef
+        graph.search(queries[:20], 10)  # warm-up
+        times, found = [], []
+        for q in queries:
+            start = time.perf_counter()
+            rows, _ = graph.search(q[None, :], 10)
+            times.append(time.perf_counter() - start)
+            found.append(rows[0])
+        recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
+        speedup = np.median(exact_times) / np.median(times)
+        print(f"{label} efSearch {ef:>4}: recall@10 {recall:.4f}  {percentiles(times)}  ({speedup:,.0f}x exact's p50)")
+
+
 def build_and_measure(args, unit, texts: list[str], named: str, queries: np.ndarray) -> None:
     import faiss
 
@@ -200,19 +217,6 @@ def _measure(paths: dict[str, Path], queries: np.ndarray, args, n: int) -> None:
             f" MiB, at least (memory an earlier graph freed is reused; graph_bytes: {graph_bytes(n, index.dim, kind=kind_name) / 2**20:,.0f} MiB at {n:,} rows, "
             f"{graph_bytes(TEN_MILLION, index.dim, kind=kind_name) / 2**30:,.2f} GiB at 10M)"
         )
-        for ef in args.ef:
-            graph.ef_search = ef
-            graph.search(queries[:20], 10)  # warm-up
-            times, found = [], []
-            for q in queries:
-                start = time.perf_counter()
-                rows, _ = graph.search(q[None, :], 10)
-                times.append(time.perf_counter() - start)
-                found.append(rows[0])
-            recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
-            speedup = np.median(exact_times) / np.median(times)
-            print(
-                f"{kind} efSearch {ef:>4}: recall@10 {recall:.4f}  {percentiles(times)}  ({speedup:,.0f}x exact's p50)"
-            )
+        sweep(graph, queries, truth, exact_times, args.ef, kind)
         del graph
     print(f"peak RSS of the whole run: {peak_rss()}")

@@ -358,6 +358,15 @@ def bench_texts() -> list[str]:
         return list(SENTENCES)
 
 
+def cells_and_quality(port: int, args, route: str, texts: list[str], quality: dict, who: str) -> dict:
+    """The cells against the server on ``port``; then, unless --no-quality (or the STS-B sentences are not here),
+    ``quality[who]``: the STS-B test Spearman of its vectors."""
+    results = measure(port, args, route, texts)
+    if not args.no_quality and len(texts) > len(SENTENCES):
+        quality[who] = stsb_spearman(server_vectors(port, route, texts))
+    return results
+
+
 def serve_infinity(args, precision: str, texts: list[str], quality: dict) -> dict:
     folder = args.infinity_model or args.model or minilm_folder()
     port = free_port()
@@ -367,10 +376,7 @@ def serve_infinity(args, precision: str, texts: list[str], quality: dict) -> dic
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
     try:
         wait_healthy(server, port, str(log))
-        results = measure(port, args, "/embeddings", texts)
-        if not args.no_quality and len(texts) > len(SENTENCES):
-            quality["infinity-emb"] = stsb_spearman(server_vectors(port, "/embeddings", texts))
-        return results
+        return cells_and_quality(port, args, "/embeddings", texts, quality, "infinity-emb")
     finally:
         stop(server)
 
@@ -395,10 +401,7 @@ def serve_defsent(args, precision: str, texts: list[str], quality: dict, env: di
             run_cell(port, request_bodies(SENTENCES, 1, "/v1/embeddings"), 4, 2.0, 200)
             memory(port, server.pid, args.memory)
             return {}
-        results = measure(port, args, "/v1/embeddings", texts)
-        if not args.no_quality and len(texts) > len(SENTENCES):
-            quality["defsent"] = stsb_spearman(server_vectors(port, "/v1/embeddings", texts))
-        return results
+        return cells_and_quality(port, args, "/v1/embeddings", texts, quality, "defsent")
     finally:
         stop(server)
 
@@ -407,7 +410,6 @@ def int8_caches() -> dict[str, Path]:
     """Two fresh graph caches for the bundled model (under bench/out/serve-int8/): ``per batch`` holds the int8
     graph of before issue 80 (``bench.common.int8_per_batch`` of the fp32 graph) under the name the server looks
     for, ``per token`` is empty (the server exports today's graph into it)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from bench.common import REPO, int8_per_batch, minilm_path
     from defsent_cli.encoder.models import load_model
     from defsent_cli.encoder.onnx_runtime import cache_candidates, graph_for, weights_key
@@ -431,7 +433,6 @@ def int8_caches() -> dict[str, Path]:
 
 
 def minilm_folder() -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from bench.common import minilm_path
 
     return minilm_path()

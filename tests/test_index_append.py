@@ -21,6 +21,7 @@ import h5py
 import numpy as np
 import pytest
 from conftest import run_bounded
+from test_integrity import nan_model  # noqa: F401 - tiny_st whose "fish" encodes to NaN
 
 CPU = ["--runtime", "torch", "--precision", "fp32", "--device", "cpu"]
 WORDS = ["red", "green", "blue", "cat", "dog", "fish", "runs", "sleeps", "eats", "big", "small", "old", "new"]
@@ -260,22 +261,8 @@ def test_a_damaged_index_is_not_appended_to(cli, base, corpus, tmp_path):
     refused(cli, unverifiable, unverifiable, "records no checksums", more)
 
 
-@pytest.fixture(scope="module")
-def nan_model(tmp_path_factory, tiny_st) -> Path:
-    """tiny_st whose embedding of the token "fish" is NaN: a text holding "fish" encodes to NaN."""
-    from safetensors.numpy import load_file, save_file
-
-    folder = tmp_path_factory.mktemp("nan-model") / "model"
-    shutil.copytree(tiny_st, folder)
-    weights = load_file(folder / "model.safetensors")
-    vocab = (folder / "vocab.txt").read_text().splitlines()
-    weights["bert.embeddings.word_embeddings.weight"][vocab.index("fish")] = np.nan
-    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
-    return folder
-
-
 @pytest.mark.parametrize("graph", ["no graph", "flat graph"])
-def test_an_append_that_fails_halfway_leaves_the_index_as_it_was(cli, nan_model, tmp_path, graph):
+def test_an_append_that_fails_halfway_leaves_the_index_as_it_was(cli, nan_model, tmp_path, graph):  # noqa: F811
     """The old rows are copied before the new ones are encoded: a new text whose vector is NaN fails the append
     after the new file is half written; the index is untouched and still searched."""
     if graph != "no graph":

@@ -281,6 +281,13 @@ def encode_ids_sharded(
     return out
 
 
+def idf_fitted(pool: Pooling, id_lists: Sequence[Sequence[int]], loaded: LoadedModel) -> Pooling:
+    """The pooling with an idf weighting that is not fitted yet fitted on the texts being encoded (idf^T)."""
+    if getattr(pool.weighting, "kind", None) == "idf" and not pool.weighting.fitted:
+        return replace(pool, weighting=pool.weighting.fit(id_lists, len(loaded.tokenizer)))
+    return pool
+
+
 def encode(
     texts: Sequence[str],
     loaded: LoadedModel,
@@ -304,8 +311,7 @@ def encode(
     if not texts:
         return np.zeros((0, loaded.dim), dtype=np.float32)
     id_lists = tokenize(texts, loaded.tokenizer, pool, limit)
-    if getattr(pool.weighting, "kind", None) == "idf" and not pool.weighting.fitted:
-        pool = replace(pool, weighting=pool.weighting.fit(id_lists, len(loaded.tokenizer)))  # idf^T: the texts
+    pool = idf_fitted(pool, id_lists, loaded)
     run = encode_ids_sharded if shard else encode_ids
     with make_progress("sentences", show_progress_bar if distributed.is_main() else False) as progress:
         task = progress.add_task(description, total=len(id_lists))

@@ -31,7 +31,7 @@ from ..io import check_input, read_texts
 from ..log import warn
 from ..space.dims import check_dims, leading
 from ..space.linalg import l2_normalize
-from .encode import encode, encode_ids, prepare_pooling
+from .encode import encode, encode_ids, idf_fitted, prepare_pooling
 from .models import LoadedModel
 from .pooling import Pooling, build_pooling
 from .token_weights import build_weighting, parse_drop_groups
@@ -231,9 +231,7 @@ class Encoder:
         server tokenises each request once, to count and check its tokens, and hands the ids on."""
         if not id_lists:
             return np.zeros((0, self.width), dtype=np.float32)
-        pooling = self.pooling
-        if getattr(pooling.weighting, "kind", None) == "idf" and not pooling.weighting.fitted:
-            pooling = replace(pooling, weighting=pooling.weighting.fit(id_lists, len(self.loaded.tokenizer)))
+        pooling = idf_fitted(self.pooling, id_lists, self.loaded)
         return self.finish(encode_ids(self.loaded, id_lists, pooling, self.batch_size, spread=True))
 
     def finish(self, vectors: np.ndarray) -> np.ndarray:

@@ -16,16 +16,12 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
-import numpy as np
-
 from .. import __version__, distributed
 from ..errors import DefsentError
 from ..formats.index import DIGESTS, IndexFile, index_output, open_index, stored_id
-from ..formats.vectors import refuse_nonfinite
 from ..io import hdf5_input
-from ..space.linalg import l2_normalize
 from . import ann as ann_module
-from .index_build import CHUNK_TEXTS, IndexSummary
+from .index_build import CHUNK_TEXTS, IndexSummary, write_chunks
 
 #: What the writer records afresh (the size, the digests' block, the graph's SHA-256); every other attribute of
 #: the index is kept, and ``appended`` gets one entry per append.
@@ -97,16 +93,7 @@ def append_index(
     with out as writer:
         if writer is not None:
             _copy_rows(index, writer)
-        for start in range(0, len(texts), chunk_texts):
-            part = list(texts[start : start + chunk_texts])
-            label = f"adding texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
-            vectors = encoder(part, description=label, shard=True)
-            if writer is not None and vectors is not None:
-                refuse_nonfinite(vectors, loaded.path, where, start)
-                unit = l2_normalize(np.asarray(vectors, dtype=np.float32))
-                writer.write(index.n + start, list(ids[start : start + len(part)]), part, unit)
-                if graph is not None:
-                    graph.add(unit)
+        write_chunks(texts, ids, encoder, writer, graph, where, chunk_texts, "adding", first_row=index.n)
         if writer is not None:
             if graph is not None:
                 writer.attach_written(ann_module.ANN_DATASET, graph.stored_bytes(), graph.write, graph.settings)

@@ -86,19 +86,27 @@ def build_index(
     extra = ann_module.graph_bytes(len(texts), width, kind=graph.settings["kind"]) if graph is not None else 0
     out = index_output(output, len(texts), width, text_bytes, extra) if main else nullcontext()
     with out as writer:
-        for start in range(0, len(texts), chunk_texts):
-            part = list(texts[start : start + chunk_texts])
-            label = f"indexing texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
-            vectors = encoder(part, description=label, shard=True)
-            if writer is not None and vectors is not None:
-                refuse_nonfinite(vectors, loaded.path, where, start)
-                unit = l2_normalize(np.asarray(vectors, dtype=np.float32))
-                writer.write(start, list(ids[start : start + len(part)]), part, unit)
-                if graph is not None:
-                    graph.add(unit)
+        write_chunks(texts, ids, encoder, writer, graph, where, chunk_texts, "indexing")
         if writer is not None:
             if graph is not None:
                 writer.attach_written(ann_module.ANN_DATASET, graph.stored_bytes(), graph.write, graph.settings)
                 attrs["ann"] = graph.settings["kind"]
             writer.attrs.update(attrs)
     return IndexSummary(len(texts), width, encoder.pooling.name, describe(loaded)) if main else None
+
+
+def write_chunks(texts, ids, encoder, writer, graph, where, chunk_texts: int, verb: str, first_row: int = 0) -> None:
+    """Encode ``texts`` a chunk at a time (each process its share under torchrun), and on the main process (a
+    ``writer``) refuse non-finite vectors naming their input line, write each chunk's unit rows from row
+    ``first_row + start`` on, and add them to ``graph`` when there is one; ``verb`` names the work in the
+    progress line. ``index`` and ``index --append`` both write through it."""
+    for start in range(0, len(texts), chunk_texts):
+        part = list(texts[start : start + chunk_texts])
+        label = f"{verb} texts {start + 1:,}-{start + len(part):,} of {len(texts):,}"
+        vectors = encoder(part, description=label, shard=True)
+        if writer is not None and vectors is not None:
+            refuse_nonfinite(vectors, encoder.loaded.path, where, start)
+            unit = l2_normalize(np.asarray(vectors, dtype=np.float32))
+            writer.write(first_row + start, list(ids[start : start + len(part)]), part, unit)
+            if graph is not None:
+                graph.add(unit)
