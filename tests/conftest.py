@@ -526,8 +526,12 @@ TORCHRUN_DEADLINE = 300  # seconds; a 2-process run of the tiny model takes ~10 
 
 
 def run_torchrun_test(cmd: list, timeout: float = TORCHRUN_DEADLINE, **kwargs):
-    """:func:`run_bounded` with the torchrun tests' environment (no progress bars, one thread per process)."""
-    return run_bounded(cmd, timeout, env=kwargs.pop("env", TORCHRUN_ENV), capture_output=True, **kwargs)
+    """:func:`run_bounded` with the torchrun tests' environment (no progress bars, one thread per process), the
+    defsent of ``cmd`` warm (:func:`warm_command`)."""
+    env, warm = kwargs.pop("env", TORCHRUN_ENV), warm_command(cmd)
+    if warm != [str(c) for c in cmd]:
+        env = {**env, **warm_defsent()["env"]}
+    return run_bounded(warm, timeout, env=env, capture_output=True, **kwargs)
 
 
 def checkpoint_weights(folder: Path) -> dict:
@@ -566,3 +570,72 @@ def without_option(args: list, flag: str) -> list:
         else:
             out.append(arg)
     return out
+
+
+# ---------------------------------------------------------------- a warm start for the defsent of scripts and torchrun
+
+_WARM: dict = {}
+
+
+def warm_defsent() -> dict:
+    """The warm start of this test process (tests/warm_defsent.py), started on first use: ``{"bin": folder with
+    the stand-in defsent, "env": what it needs}``. Each command the stand-in runs forks from one process that
+    imported torch and transformers once (~8 s of a 2-core machine saved per command). The server ends with the
+    test process (pytest_unconfigure below, or by itself when its parent is gone)."""
+    if _WARM:
+        return _WARM
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    import warm_defsent as warm
+
+    folder = Path(tempfile.mkdtemp(prefix="defsent-warm-"))
+    socket_path = folder / "s"
+    with (folder / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("warm_defsent.py")), "serve", str(socket_path)],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "DEFSENT_NO_PROGRESS": "1"},
+        )  # fmt: skip
+    warm.write_shim(folder / "bin")
+    deadline = time.monotonic() + 300
+    while not socket_path.exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            kill_tree(server.pid)
+            pytest.fail(f"the warm defsent server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
+        time.sleep(0.2)
+    _WARM.update(bin=folder / "bin", env={warm.SOCKET_ENV: str(socket_path)}, server=server, folder=folder)
+    return _WARM
+
+
+def pytest_unconfigure(config) -> None:
+    if _WARM:
+        import shutil
+
+        kill_tree(_WARM["server"].pid)
+        _WARM["server"].wait()
+        shutil.rmtree(_WARM["folder"], ignore_errors=True)
+
+
+def warm_command(cmd: list) -> list:
+    """``cmd`` with its defsent warm: ``DEFSENT ARGS`` as the stand-in, and torchrun's ``-m defsent_cli`` as
+    ``--no-python`` the stand-in (each rank forked warm, its RANK/WORLD_SIZE/... environment carried); any
+    other command (a test's own script, a run killed mid-step) as it is."""
+    cmd = [str(c) for c in cmd]
+    if cmd[: len(DEFSENT)] == DEFSENT:
+        return [str(warm_defsent()["bin"] / "defsent"), *cmd[len(DEFSENT) :]]
+    launch = [DEFSENT[0], "-m", "torch.distributed.run"]
+    if cmd[: len(launch)] == launch and "defsent_cli" in cmd:
+        at = cmd.index("defsent_cli")
+        if cmd[at - 1] == "-m":
+            return [*cmd[: at - 1], "--no-python", str(warm_defsent()["bin"] / "defsent"), *cmd[at + 1 :]]
+    return cmd
+
+
+def run_warm(cmd: list, timeout: float = 300, **kwargs):
+    """:func:`run_bounded` with the defsent of ``cmd`` warm (:func:`warm_command`), for tests of what a command
+    does rather than of its process (those start the installed ``defsent``: signals, a full disk, --help's
+    imports, a run killed mid-step, the Hub's environment, the server)."""
+    env = {**(kwargs.pop("env", None) or os.environ), **warm_defsent()["env"]}
+    return run_bounded(warm_command(cmd), timeout, env=env, **kwargs)

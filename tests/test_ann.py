@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import run_bounded
+from conftest import run_bounded, run_warm
 
 pytest.importorskip("faiss", reason="FAISS (pip install 'defsent-cli[ann]') builds and reads the graph")
 
@@ -17,8 +17,10 @@ TORCH_FP32 = ["--runtime", "torch", "--precision", "fp32", "--device", "cpu"]
 WORDS = ["red", "green", "blue", "cat", "dog", "fish", "runs", "sleeps", "eats", "big", "small", "old", "new"]
 
 
-def defsent(*args, input: str | None = None, env: dict | None = None):
-    return run_bounded([*DEFSENT, *map(str, args)], 180, input=input, capture_output=True, text=True, env=env)
+def defsent(*args, input: str | None = None, env: dict | None = None, warm: bool = True):
+    """``defsent ARGS``, warm (conftest.run_warm) unless the test changes what the process imports."""
+    run = run_warm if warm else run_bounded
+    return run([*DEFSENT, *map(str, args)], 180, input=input, capture_output=True, text=True, env=env)
 
 
 def texts(n: int, seed: int) -> list[str]:
@@ -40,7 +42,16 @@ def indexed(tmp_path_factory, tiny_st) -> dict:
 
 def search(indexed, queries: list[str], *extra: str, env=None) -> tuple[list[dict], str]:
     done = defsent(
-        "search", "--index", indexed["index"], "-k", "10", "--json", *extra, input="\n".join(queries) + "\n", env=env
+        "search",
+        "--index",
+        indexed["index"],
+        "-k",
+        "10",
+        "--json",
+        *extra,
+        input="\n".join(queries) + "\n",
+        env=env,
+        warm=env is None,
     )
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
@@ -81,7 +92,7 @@ def test_without_faiss_ann_is_a_one_line_error_and_search_is_exact(indexed, tmp_
     env = {**os.environ, "PYTHONPATH": f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     out = tmp_path / "x.h5"
     corpus = indexed["folder"] / "corpus.txt"
-    done = defsent("index", corpus, "-m", indexed["model"], "--ann", "-o", out, *TORCH_FP32, env=env)
+    done = defsent("index", corpus, "-m", indexed["model"], "--ann", "-o", out, *TORCH_FP32, env=env, warm=False)
     assert done.returncode != 0 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr
     assert "pip install 'defsent-cli[ann]'" in done.stderr and not out.exists()
     rows, note = search(indexed, texts(2, 2), env=env)

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 import h5py
 import numpy as np
 import pytest
-from conftest import build_mini, kill_tree, run_bounded
+from conftest import build_mini, kill_tree, run_bounded, run_warm
 
 DEFSENT = [sys.executable, "-m", "defsent_cli"]
 ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
@@ -514,7 +514,7 @@ FULL_DISK = [
 def test_a_full_disk_fails_in_one_line_and_leaves_nothing(name, argv, w, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    run = subprocess.run(
+    run = run_warm(
         [*DEFSENT, *map(str, argv(w, out))], env=ENV, capture_output=True, text=True, preexec_fn=_limited(256)
     )
     assert run.returncode == 1, f"{name}: {run.returncode}\n{run.stderr}"
@@ -536,7 +536,7 @@ STDOUT = [
 @pytest.mark.parametrize("name,argv", STDOUT, ids=[name for name, _ in STDOUT])
 def test_a_stdout_that_cannot_be_written_is_an_error(name, argv, w):
     with open("/dev/full", "w") as full:
-        run = subprocess.run([*DEFSENT, *map(str, argv(w))], env=ENV, stdout=full, stderr=subprocess.PIPE, text=True)
+        run = run_warm([*DEFSENT, *map(str, argv(w))], env=ENV, stdout=full, stderr=subprocess.PIPE, text=True)
     assert run.returncode == 1, f"{name}: {run.stderr}"
     assert run.stderr.strip().splitlines()[-1] == "error: <stdout>: no space left on the device"
 

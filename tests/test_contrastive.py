@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS, RESUME_FLAGS
+from conftest import CORPUS, RESUME_FLAGS, run_warm
 
 from defsent_cli.training.config import TrainConfig
 from defsent_cli.training.loss import info_nce
@@ -221,19 +221,19 @@ def test_simcse_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, sen
     args = ["simcse", sentences, "-m", tiny_bert, "--objective", "nm", "--mlm-weight", "0.1", "-b", "2"]
     args += ["--lr", "1e-3", "--save-every", "2", "--seed", "5", *RESUME_FLAGS]
     full, killed = tmp_path / "full", tmp_path / "killed"
-    subprocess.run([*defsent, *args, "-o", full], check=True, env=env)
+    run_warm([*defsent, *args, "-o", full], check=True, env=env)
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
     run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "3"})
     assert run.returncode == -9
     # a changed setting is refused, and the saved state is left as it was: the resume below still continues it
-    refused = subprocess.run(
+    refused = run_warm(
         [*defsent, *args, "-o", killed, "--resume", "--stop-gradient", "none"],
         env=env,
         capture_output=True,
         text=True,
     )
     assert refused.returncode == 2 and "--stop-gradient" in refused.stderr
-    resumed = subprocess.run([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
+    resumed = run_warm([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 2" in resumed.stderr
     a, b = _weights(full), _weights(killed)

@@ -9,18 +9,39 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import skip_without
+from conftest import skip_without, warm_defsent
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+WARM: dict | None = None
+"""The warm start of the test running (tests/warm_defsent.py), or None: see :func:`warm_start`."""
+
+
+@pytest.fixture(autouse=True)
+def warm_start(request):
+    """Every test here that runs a script on a model (it takes ``tiny_bert``) runs the script's ``defsent``
+    commands warm: forked from one process that imported torch and transformers once (conftest's
+    :func:`warm_defsent`), the real command line with the script's arguments, folder, environment and stdio. A
+    chain of ten to twenty commands spent most of its time importing. The runs killed mid-step
+    (:func:`kill_in_step_2`) and the tests without a model start the installed ``defsent``."""
+    global WARM
+    WARM = warm_defsent() if "tiny_bert" in request.fixturenames else None
+    yield
+    WARM = None
 
 
 def run_script(
     script: str, *args, data: Path | None = None, cwd: Path, stub: Path | None = None
 ) -> subprocess.CompletedProcess:
-    """Run ``examples/SCRIPT ARGS`` with this venv's ``defsent`` first on PATH (or, with ``stub``, the stand-in
-    of :func:`stub_defsent`, which logs its calls to STUB/calls.log)."""
+    """Run ``examples/SCRIPT ARGS`` with this venv's ``defsent`` first on PATH, warm where :func:`warm_start`
+    says (or, with ``stub``, the stand-in of :func:`stub_defsent`, which logs its calls to STUB/calls.log)."""
     path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    if WARM is not None:
+        path = f"{WARM['bin']}:{path}"
     env = dict(os.environ, PATH=f"{stub}:{path}" if stub else path, DEFSENT_NO_PROGRESS="1")
+    if WARM is not None:
+        env.update(WARM["env"])
     if stub is not None:
         env["STUB_LOG"] = str(stub / "calls.log")
     if data is not None:
@@ -47,6 +68,35 @@ def kill_in_step_2(*args, data: Path) -> None:
     killed = subprocess.run([*killer, *map(str, args), "--save-every", "1"], env=env)
     output = Path(args[args.index("-o") + 1])
     assert killed.returncode == -9 and (output.with_name(output.name + ".partial") / "state.safetensors").is_file()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="unix socket")
+def test_the_warm_defsent_answers_as_the_installed_one(tiny_bert, tmp_path):
+    """The warm start (tests/warm_defsent.py) against the installed ``defsent``, the same commands in a shell:
+    the same stdout bytes from stdin, the same exit status and one-line error, the file written under the
+    shell's umask and in its folder."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a dog barks\na feeling of great happiness\n")
+    script = (
+        f"umask 027; defsent encode -m {tiny_bert} --format jsonl < {texts}; "
+        f"defsent encode -m {tiny_bert} -i {texts} -o vecs.npy; ls -l vecs.npy | cut -c1-10; "
+        f"defsent encode -m {tmp_path / 'no-model'} -i {texts}; echo exit $?"
+    )
+    answers = []
+    for warm in (False, True):
+        folder = tmp_path / f"run-{warm}"
+        folder.mkdir()
+        path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+        env = dict(os.environ, DEFSENT_NO_PROGRESS="1", PATH=f"{WARM['bin']}:{path}" if warm else path)
+        env.update(WARM["env"] if warm else {})
+        done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (folder / "vecs.npy").is_file()
+        answers.append((done.stdout, done.stderr.splitlines()[-1]))
+    assert answers[0] == answers[1]
+    stdout, error = answers[0]
+    assert stdout.count("\n") == 4 and "-rw-r-----" in stdout and stdout.endswith("exit 2\n")
+    assert error.startswith("error:") and str(tmp_path / "no-model") in error
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, build_tiny_bert, wrap_sentence_transformers
+from conftest import build_tiny_bert, warm_command, warm_defsent, wrap_sentence_transformers
 
 DEFSENT = [sys.executable, "-m", "defsent_cli"]
 
 
 def _run(args, *, env=None, stdin=None, cwd=None, shell=False):
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # the `defsent` of this Python
-    full = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "PATH": path, **(env or {})}
-    full.setdefault("PYTHONPATH", str(REPO))
-    cmd = args if shell else [*DEFSENT, *map(str, args)]
+    warm = warm_defsent()  # the command line warm (conftest.warm_command): these are tests of what it prints
+    path = f"{warm['bin']}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    full = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "PATH": path, **warm["env"], **(env or {})}
+    cmd = args if shell else warm_command([*DEFSENT, *map(str, args)])
     return subprocess.run(
         cmd, env=full, input=stdin, capture_output=True, cwd=cwd, shell=shell, check=False, timeout=300
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import run_warm
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from defsent_cli import distributed
@@ -204,7 +205,7 @@ def test_fp16_training_scales_the_loss_and_resumes_bit_identically(device, tiny_
     args += ["--precision", "fp16", "--device", device, "--save-every", "2"]
     args += ["--deterministic"] if device == "cuda" else []
     args = [str(a) for a in args]
-    subprocess.run([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env, timeout=300)
+    run_warm([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env, timeout=300)
     info = json.loads((tmp_path / "full" / "defsent.json").read_text())
     assert info["precision"] == "fp16" and np.isfinite(info["final_loss"])
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
@@ -215,7 +216,7 @@ def test_fp16_training_scales_the_loss_and_resumes_bit_identically(device, tiny_
     with safe_open(str(tmp_path / "killed.partial" / "state.safetensors"), "pt") as state:
         doc = json.loads(state.metadata()["defsent"])
     assert doc["scaler"]["scale"] > 1  # fp16's loss scale is saved
-    resumed = subprocess.run([*defsent, *args, "-o", tmp_path / "killed", "--resume"], env=env, timeout=300,
+    resumed = run_warm([*defsent, *args, "-o", tmp_path / "killed", "--resume"], env=env, timeout=300,
                              capture_output=True, text=True)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     a, b = (

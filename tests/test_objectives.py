@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import RESUME_FLAGS
+from conftest import RESUME_FLAGS, run_warm
 
 from defsent_cli.dictionary.build import single_token_ids
 from defsent_cli.encoder.models import load_model
@@ -387,11 +387,11 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(kind, tiny_bert, tmp_
         args += ["--batch-size", "2", "--lr", "1e-3"]
     args += ["--save-every", "2", "--seed", "5", *RESUME_FLAGS]
     full, killed = tmp_path / "full", tmp_path / "killed"
-    subprocess.run([*defsent, *args, "-o", full], check=True, env=env)
+    run_warm([*defsent, *args, "-o", full], check=True, env=env)
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
     run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9
-    resumed = subprocess.run([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
+    resumed = run_warm([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 4" in resumed.stderr
     a, b = _weights(full), _weights(killed)

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_bounded
+from conftest import REPO, run_warm
 from test_serve import DEFSENT, TORCH_FP32
 
 ENTRIES = {
@@ -27,7 +27,7 @@ ENTRIES = {
 
 
 def defsent(*args, cwd: Path, timeout: float = 300):
-    return run_bounded([*DEFSENT, *map(str, args)], timeout, cwd=cwd, capture_output=True, text=True)
+    return run_warm([*DEFSENT, *map(str, args)], timeout, cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import build_more, run_bounded
+from conftest import build_more, run_warm
 
 DEFSENT = [sys.executable, "-m", "defsent_cli"]
 ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
@@ -48,7 +48,7 @@ def _cli(*args, input=None):
 def defsent_process(*args) -> list[str]:
     """Run ``defsent ARGS`` as a process; returns the arguments as the command line gave them."""
     argv = [str(a) for a in args]
-    done = run_bounded([*DEFSENT, *argv], DEADLINE, capture_output=True, env=ENV)
+    done = run_warm([*DEFSENT, *argv], DEADLINE, capture_output=True, env=ENV)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
     return argv
 

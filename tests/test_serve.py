@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_bounded
+from conftest import run_bounded, run_warm
 
 DEFSENT = [sys.executable, "-m", "defsent_cli"]
 TORCH_FP32 = ["--runtime", "torch", "--precision", "fp32", "--device", "cpu"]
@@ -44,7 +44,7 @@ TEXTS = [
 
 
 def defsent(*args, input: str | None = None, timeout: float = 180):
-    return run_bounded([*DEFSENT, *map(str, args)], timeout, input=input, capture_output=True, text=True)
+    return run_warm([*DEFSENT, *map(str, args)], timeout, input=input, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, RESUME_FLAGS
+from conftest import REPO, RESUME_FLAGS, run_warm
 
 from defsent_cli.evaluation.reverse_dict import rank_metrics
 from defsent_cli.training.config import TrainConfig
@@ -192,15 +192,15 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(cli, tiny_bert, tmp_p
     args = ["train", dictionary, "--bank", bank, "-m", tiny_bert, "--batch-size", "4", "--lr", "1e-3"]
     args += ["--save-every", "2", "--log-every", "1", "--seed", "5", *RESUME_FLAGS]
     full = tmp_path / "full"
-    subprocess.run([*defsent, *args, "-o", full], check=True, env=env)
+    run_warm([*defsent, *args, "-o", full], check=True, env=env)
     killed = tmp_path / "killed"
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
     run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9  # SIGKILL: no chance to clean up
     assert not killed.exists() and (tmp_path / "killed.partial" / "state.safetensors").exists()
-    again = subprocess.run([*defsent, *args, "-o", killed], env=env, capture_output=True, text=True)
+    again = run_warm([*defsent, *args, "-o", killed], env=env, capture_output=True, text=True)
     assert again.returncode == 2 and "--resume" in again.stderr  # a resumable state is never dropped silently
-    resumed = subprocess.run([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
+    resumed = run_warm([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 4" in resumed.stderr
     assert _same_weights(full, killed)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import RESUME_FLAGS
+from conftest import RESUME_FLAGS, run_warm
 
 from defsent_cli.training.loss import bank_cross_entropy
 
@@ -169,11 +169,11 @@ def test_resume_keeps_the_dev_curve_and_the_best_weights(tiny_bert, corpus, mini
     args += ["--save-every", "3", "--seed", "4", *RESUME_FLAGS]
     args = [str(a) for a in args]
     defsent = [sys.executable, "-m", "defsent_cli"]
-    subprocess.run([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env)
+    run_warm([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env)
     killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
     run = subprocess.run([*killer, *args, "-o", tmp_path / "killed"], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9
-    resumed = subprocess.run(
+    resumed = run_warm(
         [*defsent, *args, "-o", tmp_path / "killed", "--resume"], env=env, capture_output=True, text=True
     )
     assert resumed.returncode == 0, resumed.stderr

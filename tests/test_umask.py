@@ -17,7 +17,7 @@ import stat
 import sys
 
 import pytest
-from conftest import build_mini, run_bounded
+from conftest import build_mini, run_bounded, warm_command, warm_defsent
 
 DEFSENT = [sys.executable, "-m", "defsent_cli"]
 ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
@@ -48,8 +48,8 @@ def test_every_writer_follows_the_umask(inputs, tiny_bert, tmp_path, mask):
         ["encode", "-m", ckpt, "-i", inputs["texts"], "-o", out / "vectors.npy"],
         ["inspect", bank, "--plot", out / "space.png"],
     ]
-    script = " && ".join([f"umask {mask:03o}", *(shlex.join(map(str, [*DEFSENT, *cmd])) for cmd in commands)])
-    done = run_bounded(["sh", "-c", script], DEADLINE, capture_output=True, env=ENV)
+    script = " && ".join([f"umask {mask:03o}", *(shlex.join(warm_command([*DEFSENT, *cmd])) for cmd in commands)])
+    done = run_bounded(["sh", "-c", script], DEADLINE, capture_output=True, env={**ENV, **warm_defsent()["env"]})
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
 
     written = sorted(out.rglob("*"))
