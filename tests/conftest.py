@@ -591,7 +591,8 @@ def warm_defsent() -> dict:
 
     import warm_defsent as warm
 
-    folder = Path(tempfile.mkdtemp(prefix="defsent-warm-"))
+    # a Unix socket's path has at most 107 bytes: a long TMPDIR gives way to /tmp
+    folder = Path(tempfile.mkdtemp(prefix="defsent-warm-", dir=None if len(tempfile.gettempdir()) < 64 else "/tmp"))
     socket_path = folder / "s"
     with (folder / "server.log").open("w") as log:
         server = subprocess.Popen(
