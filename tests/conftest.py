@@ -25,6 +25,10 @@ os.environ.setdefault("DEFSENT_NO_PROGRESS", "1")
 os.environ["DEFSENT_CPU_AMX"] = "0"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# importing scikit-learn sets KMP_DUPLICATE_LIB_OK and KMP_INIT_AT_FORK: imported first, every environment a test
+# module takes from os.environ has them, as the warm server's has (tests/warm_defsent.py: a command whose
+# environment differs from the server's in a variable read at import runs as a fresh process)
+__import__("sklearn")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -513,6 +517,8 @@ TORCHRUN_ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"
 for _name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
     TORCHRUN_ENV.pop(_name, None)
 DEFSENT = [__import__("sys").executable, "-m", "defsent_cli"]
+#: ``python tests/kill_after_step.py ARGS``: ``defsent ARGS`` SIGKILLed after step ``KILL_AFTER_STEP``
+KILLER = [DEFSENT[0], str(Path(__file__).with_name("kill_after_step.py"))]
 
 
 def torchrun(processes: int = 2, *script: str) -> list[str]:
@@ -527,11 +533,9 @@ TORCHRUN_DEADLINE = 300  # seconds; a 2-process run of the tiny model takes ~10 
 
 def run_torchrun_test(cmd: list, timeout: float = TORCHRUN_DEADLINE, **kwargs):
     """:func:`run_bounded` with the torchrun tests' environment (no progress bars, one thread per process), the
-    defsent of ``cmd`` warm (:func:`warm_command`)."""
-    env, warm = kwargs.pop("env", TORCHRUN_ENV), warm_command(cmd)
-    if warm != [str(c) for c in cmd]:
-        env = {**env, **warm_defsent()["env"]}
-    return run_bounded(warm, timeout, env=env, capture_output=True, **kwargs)
+    defsent of ``cmd`` warm (:func:`warm_command`; a command it leaves as it is ignores the warm variable)."""
+    env = {**kwargs.pop("env", TORCHRUN_ENV), **warm_defsent()["env"]}
+    return run_bounded(warm_command(cmd), timeout, env=env, capture_output=True, **kwargs)
 
 
 def checkpoint_weights(folder: Path) -> dict:
@@ -599,13 +603,13 @@ def warm_defsent() -> dict:
             [sys.executable, str(Path(__file__).with_name("warm_defsent.py")), "serve", str(socket_path)],
             stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "DEFSENT_NO_PROGRESS": "1"},
         )  # fmt: skip
-    warm.write_shim(folder / "bin")
     deadline = time.monotonic() + 300
     while not socket_path.exists():
         if server.poll() is not None or time.monotonic() > deadline:
             kill_tree(server.pid)
             pytest.fail(f"the warm defsent server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
         time.sleep(0.2)
+    warm.write_shim(folder / "bin", json.loads((folder / warm.IMPORTED).read_text()))
     _WARM.update(bin=folder / "bin", env={warm.SOCKET_ENV: str(socket_path)}, server=server, folder=folder)
     return _WARM
 
@@ -620,23 +624,53 @@ def pytest_unconfigure(config) -> None:
 
 
 def warm_command(cmd: list) -> list:
-    """``cmd`` with its defsent warm: ``DEFSENT ARGS`` as the stand-in, and torchrun's ``-m defsent_cli`` as
-    ``--no-python`` the stand-in (each rank forked warm, its RANK/WORLD_SIZE/... environment carried); any
-    other command (a test's own script, a run killed mid-step) as it is."""
+    """``cmd`` with its Python warm (tests/warm_defsent.py): ``DEFSENT ARGS`` as the stand-in ``defsent``, ``python
+    SCRIPT.py ARGS`` (tests/kill_after_step.py, ...) as ``warm-python``, and torchrun (``python -m
+    torch.distributed.run``) with its launcher warm and each rank ``--no-python`` the stand-in of its program
+    (``-m defsent_cli`` or a script; each rank forked warm, its RANK/WORLD_SIZE/... environment carried); any
+    other command as it is."""
     cmd = [str(c) for c in cmd]
+    if cmd[:1] != DEFSENT[:1]:
+        return cmd
+    stand_in = warm_defsent()["bin"]
     if cmd[: len(DEFSENT)] == DEFSENT:
-        return [str(warm_defsent()["bin"] / "defsent"), *cmd[len(DEFSENT) :]]
-    launch = [DEFSENT[0], "-m", "torch.distributed.run"]
-    if cmd[: len(launch)] == launch and "defsent_cli" in cmd:
-        at = cmd.index("defsent_cli")
-        if cmd[at - 1] == "-m":
-            return [*cmd[: at - 1], "--no-python", str(warm_defsent()["bin"] / "defsent"), *cmd[at + 1 :]]
+        return [str(stand_in / "defsent"), *cmd[len(DEFSENT) :]]
+    if cmd[1:2] != ["-m"]:
+        return [str(stand_in / "warm-python"), *cmd[1:]] if cmd[1:2] and cmd[1].endswith(".py") else cmd
+    if cmd[1:3] == ["-m", "torch.distributed.run"]:
+        for at in range(3, len(cmd)):
+            if cmd[at : at + 2] == ["-m", "defsent_cli"]:
+                return [
+                    str(stand_in / "warm-python"),
+                    *cmd[1:at],
+                    "--no-python",
+                    str(stand_in / "defsent"),
+                    *cmd[at + 2 :],
+                ]
+            if cmd[at].endswith(".py"):
+                return [
+                    str(stand_in / "warm-python"),
+                    *cmd[1:at],
+                    "--no-python",
+                    str(stand_in / "warm-python"),
+                    *cmd[at:],
+                ]
     return cmd
 
 
+def warm_shell_env(env: dict | None = None) -> dict:
+    """``env`` (default: this process's) for a shell line or script whose ``defsent`` runs warm: the stand-in
+    first on PATH, then this venv's bin, and the variable that finds the warm server (:func:`warm_defsent`)."""
+    import sys
+
+    warm, env = warm_defsent(), dict(os.environ if env is None else env)
+    env["PATH"] = os.pathsep.join([str(warm["bin"]), str(Path(sys.executable).parent), env.get("PATH", "")])
+    return {**env, **warm["env"]}
+
+
 def run_warm(cmd: list, timeout: float = 300, **kwargs):
-    """:func:`run_bounded` with the defsent of ``cmd`` warm (:func:`warm_command`), for tests of what a command
-    does rather than of its process (those start the installed ``defsent``: signals, a full disk, --help's
-    imports, a run killed mid-step, the Hub's environment, the server)."""
+    """:func:`run_bounded` with the Python of ``cmd`` warm (:func:`warm_command`), for tests of what a command
+    does rather than of its process (those start the installed ``defsent``: signals and interrupts, a closed
+    stdout, --help's imports, the Hub's environment, the server)."""
     env = {**(kwargs.pop("env", None) or os.environ), **warm_defsent()["env"]}
     return run_bounded(warm_command(cmd), timeout, env=env, **kwargs)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS, RESUME_FLAGS, run_warm
+from conftest import CORPUS, KILLER, RESUME_FLAGS, run_warm
 
 from defsent_cli.training.config import TrainConfig
 from defsent_cli.training.loss import info_nce
@@ -222,8 +221,7 @@ def test_simcse_resume_after_kill_gives_the_uninterrupted_weights(tiny_bert, sen
     args += ["--lr", "1e-3", "--save-every", "2", "--seed", "5", *RESUME_FLAGS]
     full, killed = tmp_path / "full", tmp_path / "killed"
     run_warm([*defsent, *args, "-o", full], check=True, env=env)
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
-    run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "3"})
+    run = run_warm([*KILLER, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "3"})
     assert run.returncode == -9
     # a changed setting is refused, and the saved state is left as it was: the resume below still continues it
     refused = run_warm(

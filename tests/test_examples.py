@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import skip_without, warm_defsent
+from conftest import KILLER, kill_tree, run_warm, skip_without, warm_command, warm_defsent, warm_shell_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,13 +38,11 @@ def run_script(
 ) -> subprocess.CompletedProcess:
     """Run ``examples/SCRIPT ARGS`` with this venv's ``defsent`` first on PATH, warm where :func:`warm_start`
     says (or, with ``stub``, the stand-in of :func:`stub_defsent`, which logs its calls to STUB/calls.log)."""
-    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", DEFSENT_NO_PROGRESS="1")
     if WARM is not None:
-        path = f"{WARM['bin']}:{path}"
-    env = dict(os.environ, PATH=f"{stub}:{path}" if stub else path, DEFSENT_NO_PROGRESS="1")
-    if WARM is not None:
-        env.update(WARM["env"])
+        env = warm_shell_env(env)
     if stub is not None:
+        env["PATH"] = f"{stub}:{env['PATH']}"
         env["STUB_LOG"] = str(stub / "calls.log")
     if data is not None:
         env["DEFSENT_DATA"] = str(data)
@@ -64,8 +64,7 @@ def kill_in_step_2(*args, data: Path) -> None:
     """Run ``defsent ARGS --save-every 1`` and SIGKILL it in its second step (tests/kill_after_step.py), as a
     session that ends mid-run does: OUTPUT.partial/ is left with the state saved after step 1."""
     env = dict(os.environ, DEFSENT_DATA=str(data), DEFSENT_NO_PROGRESS="1", KILL_AFTER_STEP="2")
-    killer = [sys.executable, str(ROOT / "tests" / "kill_after_step.py")]
-    killed = subprocess.run([*killer, *map(str, args), "--save-every", "1"], env=env)
+    killed = run_warm([*KILLER, *map(str, args), "--save-every", "1"], env=env)
     output = Path(args[args.index("-o") + 1])
     assert killed.returncode == -9 and (output.with_name(output.name + ".partial") / "state.safetensors").is_file()
 
@@ -86,9 +85,8 @@ def test_the_warm_defsent_answers_as_the_installed_one(tiny_bert, tmp_path):
     for warm in (False, True):
         folder = tmp_path / f"run-{warm}"
         folder.mkdir()
-        path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-        env = dict(os.environ, DEFSENT_NO_PROGRESS="1", PATH=f"{WARM['bin']}:{path}" if warm else path)
-        env.update(WARM["env"] if warm else {})
+        env = dict(os.environ, DEFSENT_NO_PROGRESS="1", PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+        env = warm_shell_env(env) if warm else env
         done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         assert (folder / "vecs.npy").is_file()
@@ -97,6 +95,40 @@ def test_the_warm_defsent_answers_as_the_installed_one(tiny_bert, tmp_path):
     stdout, error = answers[0]
     assert stdout.count("\n") == 4 and "-rw-r-----" in stdout and stdout.endswith("exit 2\n")
     assert error.startswith("error:") and str(tmp_path / "no-model") in error
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="unix socket")
+def test_a_warm_command_whose_stand_in_is_killed_is_killed_with_all_it_started(tmp_path):
+    """A test's deadline kills the process it started (conftest.run_bounded): when that is a warm stand-in, the
+    command forked for it, and the processes the command started (torchrun's ranks), go too, not left running."""
+    pids = tmp_path / "pids"
+    script = tmp_path / "sleeper.py"
+    script.write_text(
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+        "time.sleep(600)\n"
+    )
+    stand_in = subprocess.Popen(warm_command([sys.executable, script]), env=warm_shell_env())
+    deadline = time.monotonic() + 60
+    while not pids.exists() or len(pids.read_text().split()) < 2:
+        assert stand_in.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert stand_in.pid not in started  # the script ran in the warm server's fork, not in the stand-in
+    kill_tree(stand_in.pid)
+    assert stand_in.wait(timeout=30) == -signal.SIGKILL
+    while any(_state(pid) not in ("", "Z") for pid in started):
+        assert time.monotonic() < deadline, f"still running: {started}"
+        time.sleep(0.1)
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (Z: ended, not yet reaped); empty once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,15 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import build_tiny_bert, warm_command, warm_defsent, wrap_sentence_transformers
+from conftest import build_tiny_bert, warm_command, warm_shell_env, wrap_sentence_transformers
 
 DEFSENT = [sys.executable, "-m", "defsent_cli"]
 
 
 def _run(args, *, env=None, stdin=None, cwd=None, shell=False):
-    warm = warm_defsent()  # the command line warm (conftest.warm_command): these are tests of what it prints
-    path = f"{warm['bin']}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    full = {**os.environ, "DEFSENT_NO_PROGRESS": "1", "PATH": path, **warm["env"], **(env or {})}
+    # the command line warm (conftest.warm_command): these are tests of what it prints
+    full = {**warm_shell_env(), "DEFSENT_NO_PROGRESS": "1", **(env or {})}
     cmd = args if shell else warm_command([*DEFSENT, *map(str, args)])
     return subprocess.run(
         cmd, env=full, input=stdin, capture_output=True, cwd=cwd, shell=shell, check=False, timeout=300

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import run_warm
+from conftest import KILLER, run_warm
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from defsent_cli import distributed
@@ -208,8 +208,7 @@ def test_fp16_training_scales_the_loss_and_resumes_bit_identically(device, tiny_
     run_warm([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env, timeout=300)
     info = json.loads((tmp_path / "full" / "defsent.json").read_text())
     assert info["precision"] == "fp16" and np.isfinite(info["final_loss"])
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
-    run = subprocess.run([*killer, *args, "-o", tmp_path / "killed"], env={**env, "KILL_AFTER_STEP": "5"}, timeout=300)
+    run = run_warm([*KILLER, *args, "-o", tmp_path / "killed"], env={**env, "KILL_AFTER_STEP": "5"}, timeout=300)
     assert run.returncode == -9
     from safetensors import safe_open
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import RESUME_FLAGS, without_dropout
+from conftest import KILLER, RESUME_FLAGS, run_warm, without_dropout
 
 ENV = {**os.environ, "DEFSENT_NO_PROGRESS": "1"}
 #: the CPU's exact fp32 run, on a GPU machine too (bit-for-bit comparisons and a hand-computed loss; the widths'
@@ -161,8 +159,7 @@ def test_a_killed_matryoshka_run_resumes_to_the_same_weights(banked, still_bert,
     full, killed = tmp_path / "full", tmp_path / "killed"
     defsent(*train_args(dictionary, bank, still_bert, full, *args))
     base = train_args(dictionary, bank, still_bert, killed, *args)
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
-    died = subprocess.run([*killer, *map(str, base)], env={**ENV, "KILL_AFTER_STEP": "3"})
+    died = run_warm([*KILLER, *map(str, base)], env={**ENV, "KILL_AFTER_STEP": "3"})
     assert died.returncode == -9
     other = [a if a != "32,16:0.5,8" else "32,8" for a in base]
     refused = defsent(*other, "--resume", check=False)

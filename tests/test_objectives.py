@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import RESUME_FLAGS, run_warm
+from conftest import KILLER, RESUME_FLAGS, run_warm
 
 from defsent_cli.dictionary.build import single_token_ids
 from defsent_cli.encoder.models import load_model
@@ -388,8 +387,7 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(kind, tiny_bert, tmp_
     args += ["--save-every", "2", "--seed", "5", *RESUME_FLAGS]
     full, killed = tmp_path / "full", tmp_path / "killed"
     run_warm([*defsent, *args, "-o", full], check=True, env=env)
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
-    run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
+    run = run_warm([*KILLER, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9
     resumed = run_warm([*defsent, *args, "-o", killed, "--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, RESUME_FLAGS, run_warm
+from conftest import KILLER, REPO, RESUME_FLAGS, run_warm
 
 from defsent_cli.evaluation.reverse_dict import rank_metrics
 from defsent_cli.training.config import TrainConfig
@@ -194,8 +193,7 @@ def test_resume_after_kill_gives_the_uninterrupted_weights(cli, tiny_bert, tmp_p
     full = tmp_path / "full"
     run_warm([*defsent, *args, "-o", full], check=True, env=env)
     killed = tmp_path / "killed"
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
-    run = subprocess.run([*killer, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
+    run = run_warm([*KILLER, *args, "-o", killed], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9  # SIGKILL: no chance to clean up
     assert not killed.exists() and (tmp_path / "killed.partial" / "state.safetensors").exists()
     again = run_warm([*defsent, *args, "-o", killed], env=env, capture_output=True, text=True)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import RESUME_FLAGS, run_warm
+from conftest import KILLER, RESUME_FLAGS, run_warm
 
 from defsent_cli.training.loss import bank_cross_entropy
 
@@ -170,8 +169,7 @@ def test_resume_keeps_the_dev_curve_and_the_best_weights(tiny_bert, corpus, mini
     args = [str(a) for a in args]
     defsent = [sys.executable, "-m", "defsent_cli"]
     run_warm([*defsent, *args, "-o", tmp_path / "full"], check=True, env=env)
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py"))]
-    run = subprocess.run([*killer, *args, "-o", tmp_path / "killed"], env={**env, "KILL_AFTER_STEP": "5"})
+    run = run_warm([*KILLER, *args, "-o", tmp_path / "killed"], env={**env, "KILL_AFTER_STEP": "5"})
     assert run.returncode == -9
     resumed = run_warm(
         [*defsent, *args, "-o", tmp_path / "killed", "--resume"], env=env, capture_output=True, text=True

@@ -28,12 +28,11 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CORPUS, DEFSENT, WORDS, run_torchrun_test, torchrun
+from conftest import CORPUS, DEFSENT, KILLER, WORDS, run_torchrun_test, run_warm, torchrun
 
 PINS = Path(__file__).with_name("data") / "training_pins.json"
 WRITE = os.environ.get("DEFSENT_WRITE_PINS") == "1"
@@ -385,11 +384,10 @@ def test_a_killed_and_resumed_run_is_pinned(inputs, tiny_bert, tmp_path):
     args += ["--lr", "1e-3", *LOOP[:at], *LOOP[at + 2 :], "--save-every", "2", "--max-steps", "4", "--eval-every", "0"]
     args = [str(a) for a in args]
     out = tmp_path / "out"
-    killer = [sys.executable, str(Path(__file__).with_name("kill_after_step.py")), *args[3:]]
-    killed = subprocess.run([*killer, "-o", str(out)], env={**env, "KILL_AFTER_STEP": "3"}, capture_output=True)
+    killed = run_warm([*KILLER, *args[3:], "-o", out], env={**env, "KILL_AFTER_STEP": "3"}, capture_output=True)
     assert killed.returncode == -9, killed.stderr.decode()
     state = _state(tmp_path / "out.partial" / "state.safetensors")
-    resumed = subprocess.run([*args, "-o", str(out), "--resume"], env=env, capture_output=True, text=True)
+    resumed = run_warm([*args, "-o", out, "--resume"], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 2" in resumed.stderr
     _check("resume/train", {**record(out), "state": state})

@@ -1,4 +1,4 @@
-"""A warm start for the ``defsent`` processes of the example-script tests (tests/test_examples.py).
+"""A warm start for the ``defsent`` processes of the tests of what commands do (tests/conftest.py's ``run_warm``).
 
 Each ``defsent`` process spends ~8 s of a 2-core CI machine importing torch and transformers before the command
 starts (``python -X importtime``: torch 2.8 s, ``transformers.modeling_utils`` 5 s more), and a script chain of
@@ -8,9 +8,13 @@ that hands the server its arguments, working folder, environment, umask, file-si
 (the file descriptors themselves); the server forks a process from its already-imported state, which runs the real
 command line (``defsent_cli.cli.run``) with them, and the stand-in exits with its exit status (or its signal).
 
+The stand-in ``warm-python`` does the same for ``python SCRIPT ARGS`` and ``python -m MODULE ARGS``: the runs
+killed mid-step (tests/kill_after_step.py) and torchrun's launcher, whose ranks are stand-ins too.
+
 What differs from a fresh process is what was settled at import: the hash seed, and libgomp's
-``OMP_NUM_THREADS`` (set through ``torch.set_num_threads`` instead, to the same effect on torch's threads). The tests of the process itself (signals, a closed or full stdout, a full disk,
-a kill mid-run, the README's quickstart, ``--help``'s imports) start the installed ``defsent`` as users do.
+``OMP_NUM_THREADS`` (set through ``torch.set_num_threads`` instead, to the same effect on torch's threads). The
+tests of the process itself (signals and interrupts, a closed stdout, the README's quickstart, ``--help``'s
+imports) start the installed ``defsent`` as users do.
 
 The server is single-threaded and forks a handler per request; the handler forks the command, waits for it and
 reports, so the server never runs a thread or a parallel torch op (a fork after one is unsafe).
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -38,14 +43,20 @@ SETTLED = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "PYTHON", "OMP_", "KMP_", "MK
 #: command, whose environment is the stand-in's.
 _SET_AT_IMPORT: dict[str, str] = {}
 
-#: The stand-in ``defsent``: connects, sends its request and its three standard descriptors, relays signals to
-#: the command, exits as the command did.
+#: The stand-ins: ``defsent`` (the command line) and ``warm-python`` (``python SCRIPT ARGS`` or ``python -m
+#: MODULE ARGS``: a test's script such as tests/kill_after_step.py, torchrun's launcher). Each connects, sends
+#: its request and its three standard descriptors, relays signals to the command, exits as the command did.
 SHIM = r"""#!{python} -S
 import json, os, resource, signal, socket, sys
 settled = {{k: v for k, v in os.environ.items() if k.startswith({prefixes!r}) and k != "OMP_NUM_THREADS"}}
+settled = {{**{imported!r}, **settled}}  # what importing the libraries sets (a fresh process sets it too)
 if settled != {settled!r}:  # read at import, and not as the server read them: a fresh process
-    os.execv({python!r}, [{python!r}, "-m", "defsent_cli", *sys.argv[1:]])
-request = {{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ), "umask": os.umask(0o022)}}
+    with open({log!r}, "a") as log:  # which variables, for whoever wonders why a test was slow
+        changed = sorted(k for k in set(settled) | set({settled!r}) if settled.get(k) != {settled!r}.get(k))
+        print(*changed, *sys.argv[1:3], file=log)
+    os.execv({python!r}, [{python!r}, *{fresh!r}, *sys.argv[1:]])
+request = {{"kind": {kind!r}, "argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}}
+request["umask"] = os.umask(0o022)
 request["fsize"] = resource.getrlimit(resource.RLIMIT_FSIZE)  # a full disk, as tests/test_bad_input.py makes one
 os.umask(request["umask"])
 conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -57,30 +68,55 @@ for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, lambda number, frame: os.kill(pid, number))
 kind, value = reply.readline().split()
 if kind == "signal":
-    signal.signal(int(value), signal.SIG_DFL)
+    if int(value) != signal.SIGKILL:  # SIGKILL's disposition cannot be set (it is always the default)
+        signal.signal(int(value), signal.SIG_DFL)
     os.kill(os.getpid(), int(value))
 sys.exit(int(value))
 """
 
 
-def write_shim(folder) -> None:
-    """``folder``/defsent, the stand-in, for ``PATH`` (it finds the server through :data:`SOCKET_ENV`); written by
-    the process that starts the server, with that process's :data:`SETTLED` variables, which the server has."""
+#: The file in the stand-ins' folder where each command sent fresh writes the variables that differed.
+FRESH_LOG = "fresh.log"
+
+#: Each stand-in's name, and what it runs when it must run fresh: ``python FRESH ARGS``.
+STAND_INS = {"defsent": ["-m", "defsent_cli"], "warm-python": []}
+
+
+def write_shim(folder, imported: dict[str, str]) -> None:
+    """``folder``/defsent and ``folder``/warm-python, the stand-ins (they find the server through
+    :data:`SOCKET_ENV`); written by the process that starts the server, with that process's :data:`SETTLED`
+    variables, which the server has, and ``imported``: what importing the libraries set in the server's environment
+    (:data:`IMPORTED`; scikit-learn sets ``KMP_*``), which a fresh process sets as it imports them, so an
+    environment taken before such an import is the same one."""
     from pathlib import Path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    shim = folder / "defsent"
+    imported = {k: v for k, v in imported.items() if k.startswith(SETTLED)}
     settled = {k: v for k, v in os.environ.items() if k.startswith(SETTLED) and k != "OMP_NUM_THREADS"}
-    shim.write_text(SHIM.format(python=sys.executable, env=SOCKET_ENV, prefixes=SETTLED, settled=settled))
-    shim.chmod(0o755)
+    settled = {**imported, **settled}
+    for kind, fresh in STAND_INS.items():
+        shim = folder / kind
+        shim.write_text(
+            SHIM.format(
+                python=sys.executable, env=SOCKET_ENV, prefixes=SETTLED, settled=settled, imported=imported,
+                kind=kind, fresh=fresh, log=str(folder / FRESH_LOG),
+            )
+        )  # fmt: skip
+        shim.chmod(0o755)
+
+
+#: The file beside the socket where the server writes :data:`_SET_AT_IMPORT` (JSON) before it listens.
+IMPORTED = "imported.json"
 
 
 def _preload() -> None:
     """What every command imports, imported once (the point of the server)."""
     import h5py  # noqa: F401
     import numpy  # noqa: F401
+    import sklearn  # noqa: F401  (sets KMP_* in the environment)
     import torch  # noqa: F401
+    import torch.distributed.run  # noqa: F401  (torchrun's launcher)
     import transformers.modeling_utils  # noqa: F401
     from transformers import BertModel, RobertaModel  # noqa: F401
 
@@ -109,20 +145,32 @@ def _command(request: dict, fds: list[int]) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_FSIZE, tuple(request["fsize"]))
-    sys.argv = ["defsent", *request["argv"]]
     threads = request["env"].get("OMP_NUM_THREADS", "")
     if threads.isdigit():  # libgomp read it when the server started: set as a fresh process would have it
         import torch
 
         torch.set_num_threads(int(threads))
-    from defsent_cli.cli import run
+    argv = request["argv"]
+    if request["kind"] == "defsent":
+        sys.argv = ["defsent", *argv]
+        from defsent_cli.cli import run
 
-    run()
+        run()
+        return
+    import runpy
+
+    if argv[:1] == ["-m"]:  # python -m MODULE ARGS: the folder first on sys.path, as python puts it
+        sys.argv, sys.path[0] = [argv[1], *argv[2:]], os.getcwd()
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:  # python SCRIPT ARGS: the script's folder first on sys.path
+        sys.argv, sys.path[0] = list(argv), os.path.dirname(os.path.abspath(argv[0]))
+        runpy.run_path(argv[0], run_name="__main__")
 
 
 def _handle(conn: socket.socket) -> tuple[dict, list[int]]:
     """In the forked handler: read the request, fork the command (which returns it and its descriptors), report
-    the command's pid and then how it ended; the handler itself never returns."""
+    the command's pid and then how it ended; if the stand-in goes first, kill the command's process group. The
+    handler itself never returns."""
     message, fds, _, _ = socket.recv_fds(conn, 1 << 22, 3)
     data = message
     while not data.endswith(b"\n"):
@@ -133,11 +181,21 @@ def _handle(conn: socket.socket) -> tuple[dict, list[int]]:
     request = json.loads(data)
     pid = os.fork()
     if pid == 0:
+        os.setpgid(0, 0)
         conn.close()
         return request, fds
+    os.setpgid(pid, pid)  # the command and all it starts (torchrun's ranks) in a group of their own
     for fd in fds:
         os.close(fd)
     conn.sendall(f"{pid}\n".encode())
+    ended = os.pidfd_open(pid)
+    while select.select([conn, ended], [], [])[0] == [conn]:
+        if not conn.recv(1):  # the stand-in was killed (a test's deadline): so is its command, and all it started
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            break
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         conn.sendall(f"signal {os.WTERMSIG(status)}\n".encode())
@@ -161,6 +219,8 @@ def serve(socket_path: str) -> tuple[dict, list[int]]:
     sys.stdout.flush()
     sys.stderr.flush()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with open(os.path.join(os.path.dirname(socket_path), IMPORTED), "w") as out:
+        json.dump(_SET_AT_IMPORT, out)
     listener.bind(socket_path + ".binding")
     os.rename(socket_path + ".binding", socket_path)  # ready only once bound and loaded
     listener.listen(16)
