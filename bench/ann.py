@@ -7,7 +7,8 @@
 
 ``--build DIR``: the product's files at scale. The index is written as ``index --ann`` writes it, one chunk of
 ``--chunk`` rows at a time (encoded, written, added to the graph; never all the rows in memory beside the graph):
-real texts first, shuffled (``--real-texts`` caps them), then, where they run out before ``--rows``, Gaussian rows
+real texts first, shuffled (``--real-texts`` caps them): every definition and every other real sentence of the data root
+(WordNet's examples, the STS and SentEval sets, the clustering sets, WikiText-2; ``offline_texts``), then, where they run out before ``--rows``, Gaussian rows
 drawn like the first ``--fit`` real rows' vectors (said in the output, with how many of each). One file per kind of
 ``--graphs``: DIR/ann-flat.h5 (``--ann``) and DIR/ann-sq8.h5 (``--ann-compress sq8``), the second's rows read back
 from the first (encoded once). Printed: build time, peak RSS, file size, open time (the index opened and its graph
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -107,7 +109,10 @@ def main() -> None:
     if args.build is not None:
         from bench.ann_files import build_and_measure
 
-        texts, named = real_texts(glosses, args.gcide)
+        texts, named = real_texts(glosses, args.gcide, everything=True)
+        held_out = set(stsb_test_sentences())  # the queries are not in the index: held out, as ANN benchmarks hold
+        texts = [t for t in texts if t not in held_out]
+        named += f"; the {len(held_out):,} STS-B test sentences held out as queries"
         build_and_measure(args, unit, texts, named, queries)
         return
     if args.source == "real":
@@ -136,17 +141,72 @@ def main() -> None:
             print(f"exact top 10 at {dims} dims holds {kept:.4f} of the first width's exact top 10")
 
 
-def real_texts(glosses: list[str], gcide: str) -> tuple[list[str], str]:
-    """Every distinct definition of WordNet and, where its dictd index is there, GCIDE (sorted), and their name."""
+def real_texts(glosses: list[str], gcide: str, everything: bool = False) -> tuple[list[str], str]:
+    """Every distinct definition of WordNet and, where its dictd index is there, GCIDE (sorted), and their name;
+    with ``everything``, every other real text on this machine too (:func:`offline_texts`)."""
     texts = set(glosses)
-    if not Path(gcide).is_file():
-        print(f"no GCIDE at {gcide}: WordNet's definitions alone")
-        return sorted(texts), "WordNet"
-    from defsent_cli.dictionary.dictd import read_dictd
+    named = "WordNet"
+    if Path(gcide).is_file():
+        from defsent_cli.dictionary.dictd import read_dictd
 
-    for entry in read_dictd(gcide):
-        texts.update(entry.definitions)
-    return sorted(texts), "GCIDE and WordNet"
+        for entry in read_dictd(gcide):
+            texts.update(entry.definitions)
+        named = "GCIDE and WordNet"
+    else:
+        print(f"no GCIDE at {gcide}: WordNet's definitions alone")
+    if everything:
+        more = offline_texts()
+        print("real texts: " + ", ".join(f"{name} {len(found):,}" for name, found in more.items()))
+        for found in more.values():
+            texts.update(found)
+        named += " definitions and every other real text here (" + ", ".join(more) + ")"
+    else:
+        named += " definitions"
+    return sorted(t for t in texts if t.strip()), named
+
+
+def offline_texts() -> dict[str, list[str]]:
+    """The real sentences of the data root beside the dictionaries: WordNet's usage examples, every STS set (all
+    splits), every SentEval transfer task, the six clustering sets and WikiText-2's sentences (split at ' . ')."""
+    from defsent_cli.dictionary.sources import WORDNET_FILES, parse_wordnet_line
+    from defsent_cli.errors import DefsentError
+    from defsent_cli.evaluation.cluster_data import load_cluster_tasks
+    from defsent_cli.evaluation.senteval_data import ALL_TRANSFER_TASKS, load_transfer_task
+    from defsent_cli.evaluation.sts_data import STS_SPLITS, load_sts_tasks, task_sentences
+
+    root = data_root()
+    found: dict[str, list[str]] = {"WordNet examples": []}
+    for name in WORDNET_FILES:
+        path = root / "wordnet" / name
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip() and not line.startswith("  "):
+                    gloss = parse_wordnet_line(line, include_examples=True)[1]
+                    found["WordNet examples"].extend(re.findall(r'"([^"]+)"', gloss))
+    senteval = root / "senteval"
+    found["STS"] = [
+        s for split in STS_SPLITS for task in load_sts_tasks(senteval, None, split) for s in task_sentences(task)
+    ]
+    found["SentEval transfer"] = []
+    for name in ALL_TRANSFER_TASKS:
+        try:
+            found["SentEval transfer"].extend(load_transfer_task(senteval, name).texts())
+        except DefsentError as exc:
+            print(f"{name} left out: {exc}")
+    found["clustering"] = [t for task in load_cluster_tasks(root) for t in task.texts]
+    wiki = root / "wikitext-2" / "wiki.test.raw"
+    found["WikiText-2"] = (
+        [
+            s.strip() + " ."
+            for line in wiki.read_text(encoding="utf-8").splitlines()
+            if not line.strip().startswith("=")
+            for s in line.split(" . ")
+            if len(s.split()) > 2
+        ]
+        if wiki.is_file()
+        else []
+    )
+    return found
 
 
 def measure_at(rows: np.ndarray, queries: np.ndarray, args) -> np.ndarray:

@@ -71,7 +71,7 @@ def build_and_measure(args, unit, texts: list[str], named: str, queries: np.ndar
     n = args.rows or len(texts)
     real = min(n, len(texts))
     print(
-        f"{n:,} rows: {real:,} real texts ({named} definitions, shuffled; {available:,} there"
+        f"{n:,} rows: {real:,} real texts ({named}, shuffled; {available:,} there"
         f"{f', --real-texts {args.real_texts:,}' if args.real_texts else ''}) encoded by all-MiniLM-L6-v2 (ONNX int8)"
         + (
             f", then {n - real:,} Gaussian rows: the real text ran out, so the rest are unit vectors drawn from a "
@@ -130,6 +130,7 @@ def _writer(path: Path, kind: str, n: int, dim: int, text_bytes: int):
     from defsent_cli.search.ann import COMPRESSIONS, HnswBuilder, graph_bytes
 
     graph = HnswBuilder(dim, compress=GRAPHS[kind])
+    graph.reserve(n)  # as index --ann does
     return index_output(path, n, dim, text_bytes, graph_bytes(n, dim, kind=COMPRESSIONS[GRAPHS[kind]])), graph
 
 

@@ -9,6 +9,7 @@ test Spearman x100) of each server's vectors at that precision.
     python bench/serve.py --sigterm 20          # SIGTERM under load at concurrency 64: every request counted
     python bench/serve.py --memory 100000       # the server's memory over 100k requests
     python bench/serve.py --int8-per-batch --rounds 2   # today's int8 against the per-batch int8 of before issue 80
+    python bench/serve.py --search INDEX.h5 --ef-search 64 128 256   # POST /v1/search on an index, c=1 and c=8
 
 For each precision (``--precisions``, default int8,bf16,fp32) it starts ``defsent serve --precision P`` (runtime
 ``auto``: int8 on ONNX Runtime, bf16 and fp32 on torch) on a free port of 127.0.0.1, waits for /health, runs the
@@ -319,8 +320,14 @@ def main() -> None:
         "--int8-per-batch", action="store_true", help="also the int8 graph of before issue 80, alternating with today's"
     )
     parser.add_argument("--rounds", type=int, default=1, help="with --int8-per-batch: how many times each")
+    parser.add_argument("--search", type=Path, help="an index: POST /v1/search on it instead of /v1/embeddings")
+    parser.add_argument("--ef-search", type=int, nargs="+", default=[128], help="with --search: the graph's efSearch")
+    parser.add_argument("--search-cells", default="1,8", help="with --search: concurrencies, comma-separated")
     args = parser.parse_args()
     texts = bench_texts()
+    if args.search:
+        search_cells(args, texts)
+        return
     if args.sigterm or args.memory:
         serve_defsent(args, args.precisions.split(",")[0], texts, {})
         return
@@ -404,6 +411,37 @@ def serve_defsent(args, precision: str, texts: list[str], quality: dict, env: di
         return cells_and_quality(port, args, "/v1/embeddings", texts, quality, "defsent")
     finally:
         stop(server)
+
+
+def search_cells(args, texts: list[str]) -> None:
+    """POST /v1/search on ``--search`` at each ``--search-cells`` concurrency: with the index's graph at each
+    ``--ef-search``, then ``--exact``; a Markdown table on stdout."""
+    bodies = [post_request("/v1/search", json.dumps({"query": text, "k": 10}).encode()) for text in texts]
+    concurrencies = [int(c) for c in args.search_cells.split(",")]
+    print(f"POST /v1/search on {args.search} ({args.search.stat().st_size / 2**30:.2f} GiB): one STS-B test sentence "
+          f"a request, k 10; {args.seconds:g} s or {args.requests} requests per cell; the server in int8; client: one "
+          "thread, one event loop (bench/http_load.py)\n")  # fmt: skip
+    print("| search | concurrency | requests/s | p50 / p99 ms | server RSS MiB | server ready in | client CPU |")
+    print("|---|---|---|---|---|---|---|")
+    runs = [(f"HNSW, efSearch {ef}", ["--ef-search", str(ef)]) for ef in args.ef_search] + [("exact", ["--exact"])]
+    for label, options in runs:
+        port = free_port()
+        command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--precision", "int8", "-q",
+                   "--index", str(args.search), *options, *(["-m", args.model] if args.model else [])]  # fmt: skip
+        log = Path("/tmp") / f"bench-serve-search-{port}.log"
+        start = time.perf_counter()
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+        try:
+            wait_healthy(server, port, str(log))
+            ready = time.perf_counter() - start
+            run_cell(port, bodies, 4, 2.0, 100)  # warm-up
+            for concurrency in concurrencies:
+                r = run_cell(port, bodies, concurrency, args.seconds, args.requests)
+                errors = f" ({r['errors']} errors)" if r["errors"] else ""
+                print(f"| {label} | {concurrency} | {r['req_s']:.1f} | {r['p50_ms']:.1f} / {r['p99_ms']:.1f} | "
+                      f"{rss_mib(server.pid):,.0f} | {ready:.1f} s | {r['client_cpu']:.2f} |{errors}", flush=True)  # fmt: skip
+        finally:
+            stop(server)
 
 
 def int8_caches() -> dict[str, Path]:

@@ -413,7 +413,14 @@ def build_more(tmp_path: Path) -> Path:
         write(
             tmp_path / "scicite" / name,
             [
-                json.dumps({"string": f"as shown by {words[i % 10]} et al. ( {i} )", "label": labels[i % 3]})
+                # AllenAI's release, as pandas wrote it: a missing sectionName is a bare NaN
+                json.dumps(
+                    {
+                        "string": f"as shown by {words[i % 10]} et al. ( {i} )",
+                        "label": labels[i % 3],
+                        "sectionName": float("nan") if i % 4 == 0 else "Results",
+                    }
+                )
                 for i in range(n)
             ],
         )

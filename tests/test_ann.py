@@ -121,6 +121,39 @@ def test_the_graph_recalls_the_exact_top_ten_of_random_unit_vectors():
     np.testing.assert_allclose(scores, np.take_along_axis(queries @ rows.T, found, axis=1), atol=1e-5)
 
 
+@pytest.mark.parametrize("compress", ["none", "sq8"])
+def test_a_reserved_graph_grows_in_place(compress):
+    """Rows added chunk by chunk into a graph that reserved room for all of them: its rows and its neighbour
+    lists never move (a growing array is copied into one twice its size: the rows held three times at once), and
+    the graph finds each row it holds. Without the reservation the same adds move both (checked first)."""
+    import faiss
+
+    from defsent_cli.search.ann import HnswBuilder
+
+    rng = np.random.default_rng(1)
+    rows = rng.standard_normal((3000, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+
+    def addresses(builder) -> tuple[set, set]:
+        storage = faiss.downcast_index(builder.index.storage)
+        codes, links = set(), set()
+        for start in range(0, 3000, 100):
+            builder.add(rows[start : start + 100])
+            codes.add(int(storage.codes.data()))
+            links.add(int(builder.index.hnsw.neighbors.data()))
+        return codes, links
+
+    grown = addresses(HnswBuilder(8, m=4, ef_construction=16, compress=compress))
+    assert len(grown[0]) > 1 and len(grown[1]) > 1  # FAISS moves a growing graph
+    reserved = HnswBuilder(8, m=4, ef_construction=16, compress=compress)
+    reserved.reserve(3000)
+    codes, links = addresses(reserved)
+    assert len(codes) == 1 and len(links) == 1
+    reserved.index.hnsw.efSearch = 64
+    _, found = reserved.index.search(rows[::100], 1)
+    assert reserved.index.ntotal == 3000 and (found[:, 0] == np.arange(0, 3000, 100)).all()
+
+
 # ---------------------------------------------------------------------------- the 8-bit graph (--ann-compress sq8)
 
 

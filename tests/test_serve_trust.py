@@ -229,6 +229,36 @@ def test_a_failed_batch_is_run_again_request_by_request():
     assert calls == [["a", "b", "boom", "c"], ["a", "b"], ["boom"], ["c"]]
 
 
+def test_a_lone_client_does_not_wait_for_company_and_clients_that_came_together_wait_for_each_other():
+    """The window is a minute: a request whose last batch held one request runs at once (it would time out after
+    10 s if it waited the window); after a batch of two requests, a lone one waits for a second to join it."""
+    from defsent_cli.serve.batcher import Batcher
+
+    calls: list[list[str]] = []
+
+    def fn(texts: list[str]) -> list[str]:
+        calls.append(list(texts))
+        return [t.upper() for t in texts]
+
+    async def main():
+        with ThreadPoolExecutor(1) as pool:
+            batcher = Batcher(fn, pool, max_batch=2, max_wait=60.0, max_queue=10)
+            batcher.start()
+            assert await asyncio.wait_for(batcher.submit(["a", "b"]), 10) == ["A", "B"]  # max_batch texts: at once
+            assert await asyncio.wait_for(batcher.submit(["c"]), 10) == ["C"]  # the last batch held one request
+            both = asyncio.gather(batcher.submit(["d"]), batcher.submit(["e"]))  # together: max_batch reached
+            assert await asyncio.wait_for(both, 10) == [["D"], ["E"]]
+            first = batcher.submit(["x"])  # the last batch held two requests: x waits for a second
+            await asyncio.sleep(0.3)
+            assert not first.done()
+            second = batcher.submit(["y"])
+            assert await asyncio.wait_for(asyncio.gather(first, second), 10) == [["X"], ["Y"]]
+            await batcher.stop()
+
+    asyncio.run(main())
+    assert calls == [["a", "b"], ["c"], ["d", "e"], ["x", "y"]]
+
+
 def test_the_page_says_when_the_bank_has_no_definitions(world, tmp_path):  # noqa: F811
     """A bank whose dictionary is gone: the live page says that no definitions are shown, instead of promising
     them."""

@@ -210,7 +210,9 @@ def _load_scicite(folder: Path, part: str) -> tuple[list[str], np.ndarray]:
     if not path.exists():
         raise DefsentError(f"SciCite: {' or '.join(_SCICITE_FILES[part])} not found; check --data", path=folder)
     samples, labels = [], []
-    for number_, row in iter_jsonl(path):
+    # AllenAI's release was written by pandas: a missing sectionName is a bare NaN. Only string and label are read,
+    # and both are checked below.
+    for number_, row in iter_jsonl(path, allow_nan=True):
         text, label = row.get("string"), row.get("label")
         if not isinstance(text, str) or not text.strip():
             raise DefsentError("expected a non-empty 'string' field", path=path, line=number_)

@@ -79,14 +79,18 @@ def _not_json(constant: str):
     raise _NotJson(constant)
 
 
-def iter_jsonl(path: str | Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, dict]]:
+def iter_jsonl(
+    path: str | Path, encoding: str = "utf-8", hint: str = "", allow_nan: bool = False
+) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, object)`` for each non-blank JSONL line (strict JSON: ``NaN`` and ``Infinity`` are
-    refused, as any JSON parser but Python's would)."""
+    refused, as any JSON parser but Python's would; ``allow_nan`` reads them as floats, for third-party files
+    written by pandas whose fields the caller checks itself)."""
+    constant = float if allow_nan else _not_json
     for number, line in iter_lines(path, encoding, hint):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, parse_constant=_not_json)
+            obj = json.loads(line, parse_constant=constant)
         except _NotJson as exc:
             raise DefsentError(f"invalid JSON ({exc} is not a JSON number)", path=path, line=number) from None
         except json.JSONDecodeError as exc:

@@ -84,6 +84,22 @@ class HnswBuilder:
         builder.index.hnsw.efConstruction = int(builder.settings.get("ef_construction", EF_CONSTRUCTION))
         return builder
 
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` rows in all (those it holds included), taken now: FAISS grows its arrays as rows are
+        added, and a growing array is copied into one twice its size, so without this the build holds its rows up
+        to three times at once (at 1M rows flat, 3.86 GiB at the peak for a 1.7 GiB graph). The neighbour lists get
+        room for a little more than the expected count (:func:`graph_bytes`), so they never outgrow it."""
+        module, hnsw = faiss(), self.index.hnsw
+        storage = module.downcast_index(self.index.storage)
+        m = hnsw.nb_neighbors(1)
+        links = rows * (hnsw.nb_neighbors(0) + 2 * m / (m - 1) + 1) + 64 * m
+        for array, size in ((storage.codes, rows * storage.code_size), (hnsw.neighbors, int(links)),
+                            (hnsw.levels, rows), (hnsw.offsets, rows + 1)):  # fmt: skip
+            held = array.size()
+            if size > held and getattr(array, "is_owned", True) is not False:
+                array.resize(size)  # the capacity stays when the size goes back
+                array.resize(held)
+
     def add(self, vectors: np.ndarray) -> None:
         import numpy as np
 

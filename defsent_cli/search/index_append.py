@@ -85,6 +85,8 @@ def append_index(
     main = distributed.is_main()
     graph = _grown_graph(index) if has_graph and main else None
     total = index.n + len(texts)
+    if graph is not None:
+        graph.reserve(total)
     out = (
         index_output(index.source, total, index.dim, _text_bytes(index, texts), _graph_bytes(graph, total))
         if main

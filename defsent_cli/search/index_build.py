@@ -83,6 +83,8 @@ def build_index(
     if dims is not None:
         attrs["dims"] = width
     graph = ann_module.HnswBuilder(width, compress=ann_compress) if ann and main else None
+    if graph is not None:
+        graph.reserve(len(texts))
     extra = ann_module.graph_bytes(len(texts), width, kind=graph.settings["kind"]) if graph is not None else 0
     out = index_output(output, len(texts), width, text_bytes, extra) if main else nullcontext()
     with out as writer:

@@ -1,9 +1,12 @@
 """Dynamic batching: requests that arrive together are encoded together.
 
 Each request's texts wait in a bounded queue; one worker takes the waiting requests, in order of arrival, until
-``max_batch`` texts are taken or ``max_wait`` seconds have passed since the first of them arrived, and runs them
-as one call of ``fn`` on the encoding thread (one thread: the model runs one batch at a time, and ``encode``'s own
-worker threads share the cores inside it). A request larger than ``max_batch`` runs alone. A full queue is
+``max_batch`` texts are taken, or as many requests wait as the last batch held, or ``max_wait`` seconds have passed
+since the first of them arrived, and runs them as one call of ``fn`` on the encoding thread (one thread: the model runs one batch at a time, and ``encode``'s own
+worker threads share the cores inside it). A request larger than ``max_batch`` runs alone. The last batch's
+requests are the clients likely to come back together: a lone client's request (the last batch held one) runs at
+once instead of waiting ``max_wait`` for company that is not coming, while eight clients' requests wait (at most
+``max_wait``) for each other; until the first batch has run, the whole window is waited. A full queue is
 refused at once (:class:`QueueFull`: the server answers 503 with Retry-After); a request whose client left
 (its future cancelled) is dropped before it is encoded.
 
@@ -56,6 +59,7 @@ class Batcher:
         self.max_batch, self.max_wait, self.max_queue = max_batch, max_wait, max_queue
         self.on_batch = on_batch  # (texts, requests) of each batch run, for the metrics
         self.pending: collections.deque[_Job] = collections.deque()
+        self.expected: int | None = None  # requests the last batch held: how many to wait for (None: the window)
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
 
@@ -98,6 +102,10 @@ class Batcher:
         self._wake.set()
         return future
 
+    def _enough(self) -> bool:
+        """As many requests wait (their clients still there) as the last batch held."""
+        return self.expected is not None and self.depth >= self.expected
+
     def _take(self) -> list[_Job]:
         taken, size = [], 0
         while self.pending:
@@ -118,7 +126,7 @@ class Batcher:
             self._wake.clear()
             while self.pending:
                 first = self.pending[0].arrived
-                while sum(len(j.texts) for j in self.pending) < self.max_batch:
+                while sum(len(j.texts) for j in self.pending) < self.max_batch and not self._enough():
                     remaining = first + self.max_wait - time.perf_counter()
                     if remaining <= 0:
                         break
@@ -130,6 +138,7 @@ class Batcher:
                 jobs = self._take()
                 if not jobs:
                     continue
+                self.expected = len(jobs)
                 texts = [t for job in jobs for t in job.texts]
                 if self.on_batch is not None:
                     self.on_batch(len(texts), len(jobs))

@@ -52,7 +52,7 @@ HELP = {
     "max_chars": "Characters per text at most (more: 400).",
     "max_k": "Hits per query at most (search, lookup).",
     "max_batch": "Texts encoded together at most (dynamic batching).",
-    "max_wait_ms": "How long a batch waits for more requests to join it.",
+    "max_wait_ms": "How long a batch waits, at most, for as many requests as the last batch held.",
     "max_queue": "Requests waiting at most; more are answered 503 (Retry-After).",
     "drain_seconds": "On SIGTERM or Ctrl-C: how long requests in flight may finish.",
 }
