@@ -339,3 +339,51 @@ def test_each_request_is_tokenised_once_and_its_ids_give_encode_vectors(world): 
     np.testing.assert_allclose(vectors, expected, atol=1e-6, rtol=0)
     engine.executor.shutdown()
     engine.measuring.shutdown()
+
+
+def test_a_search_runs_beside_the_encoding_of_the_next_batch(world):  # noqa: F811
+    """The encoded queries are searched on a thread of their own: while the first request's search waits (here, for
+    the second request's encoding to happen), the encoding thread encodes the second request. Were both on one
+    thread, the first search would wait in vain (10 s) and fail."""
+    import threading
+
+    import numpy as np
+
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.spec import Encoder
+    from defsent_cli.serve.engine import Engine
+    from defsent_cli.serve.limits import Limits
+
+    second_encoded = threading.Event()
+    threads: dict[str, set] = {"vectors": set(), "search": set()}
+
+    class Collection:
+        def vectors(self, texts):
+            threads["vectors"].add(threading.current_thread().name)
+            if "second" in texts:
+                second_encoded.set()
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+        def search_vectors(self, vectors, k):
+            threads["search"].add(threading.current_thread().name)
+            if not second_encoded.is_set() and not second_encoded.wait(10):
+                raise AssertionError("the second request was not encoded while the first was searched")
+            return [[{"id": 1, "text": "x", "score": 1.0}] for _ in vectors]
+
+    encoder = Encoder.of(load_model(world["model"], "cpu"), "mean")
+    engine = Engine(encoder, "tiny", Limits(max_wait_ms=0), index=Collection())
+
+    async def main():
+        engine.start()
+        first = asyncio.ensure_future(engine.search("search", ["first"], 1, lambda future: future))
+        while not threads["search"]:  # the first request is being searched
+            await asyncio.sleep(0.01)
+        second = await engine.search("search", ["second"], 1, lambda future: future)
+        results = [await first, second]
+        await engine.stop()
+        return results
+
+    first, second = asyncio.run(asyncio.wait_for(main(), 60))
+    assert first == second == [[{"id": 1, "text": "x", "score": 1.0}]]
+    assert all(name.startswith("defsent-serve") for name in threads["vectors"])
+    assert all(name.startswith("defsent-search") for name in threads["search"])

@@ -1,6 +1,7 @@
 """What the server computes, without HTTP: the embeddings of ``defsent encode`` (same pooling, same normalisation,
 same vectors) with each text's token count, and the search of a served index and bank (:mod:`.search`), each
-behind its own dynamic batcher (:mod:`.batcher`) on one encoding thread.
+behind its own dynamic batcher (:mod:`.batcher`) on one encoding thread; the encoded queries are searched on a
+thread of their own, so the next batch is encoded meanwhile.
 
 Each request's texts are tokenised first, once, on a thread of their own with a tokenizer of their own
 (:meth:`Engine.measure`: the ids the model reads and whether each text fits the model's window), so a text the model
@@ -54,6 +55,9 @@ class Engine:
         # requests are measured on a thread of their own, with a tokenizer of their own (a fast tokenizer used
         # from two threads at once refuses: "Already borrowed")
         self.measuring = ThreadPoolExecutor(1, thread_name_prefix="defsent-measure")
+        # the encoded queries are searched (the graph or every row, then the hits' ids and texts read from the
+        # file) on a thread of their own, one search at a time: the encoding thread goes on to the next batch
+        self.searching = ThreadPoolExecutor(1, thread_name_prefix="defsent-search")
         self.tokenizer = copy.deepcopy(self.loaded.tokenizer)
         self.token_limit = self.loaded.token_limit(encoder.max_length)
         self.batchers: dict[str, Batcher] = {}
@@ -139,6 +143,7 @@ class Engine:
             await batcher.stop()
         self.executor.shutdown(wait=True)
         self.measuring.shutdown(wait=True)
+        self.searching.shutdown(wait=True)
 
     async def search(self, which: str, queries: list[str], k: int, wait):
         """Each query's hits in the served ``which`` (lookup: the bank; search: the index); ``wait(future)`` awaits
@@ -148,7 +153,7 @@ class Engine:
         collection = self.bank if which == "lookup" else self.index
         vectors = await wait(self.batchers[which].submit(queries))
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, collection.search_vectors, np.stack(vectors), k)
+        return await loop.run_in_executor(self.searching, collection.search_vectors, np.stack(vectors), k)
 
     async def lookup(self, queries: list, k: int, wait):
         """Each parsed query's results (``search/reverse.py``: filters, patterns, synonyms grouped) over the served
@@ -164,4 +169,4 @@ class Engine:
         def run() -> list[list[dict]]:
             return [answer(self.bank, query, vector, k) for query, vector in zip(queries, chosen, strict=True)]
 
-        return await asyncio.get_running_loop().run_in_executor(self.executor, run)
+        return await asyncio.get_running_loop().run_in_executor(self.searching, run)
