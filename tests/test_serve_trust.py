@@ -387,3 +387,34 @@ def test_a_search_runs_beside_the_encoding_of_the_next_batch(world):  # noqa: F8
     assert first == second == [[{"id": 1, "text": "x", "score": 1.0}]]
     assert all(name.startswith("defsent-serve") for name in threads["vectors"])
     assert all(name.startswith("defsent-search") for name in threads["search"])
+
+
+def test_a_small_server_batch_is_split_across_the_workers_but_not_in_bf16(world, monkeypatch):  # noqa: F811
+    """Eight texts, two workers: the server's batch (``spread``) runs as two batches of four in fp32 and as one of
+    eight in bf16 (its matrix units want the whole batch), with the vectors of the unsplit batch either way."""
+    import numpy as np
+
+    from defsent_cli.encoder import encode as encode_module
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.onnx_runtime import use_runtime
+    from defsent_cli.encoder.pooling import get_pooling
+    from defsent_cli.encoder.tokenize import tokenize
+
+    sizes: list[list[int]] = []
+    original = encode_module.length_batches
+
+    def recording(lengths, batch_size, budget):
+        batches = original(lengths, batch_size, budget)
+        sizes.append([len(batch) for batch in batches])
+        return batches
+
+    monkeypatch.setattr(encode_module, "length_batches", recording)
+    monkeypatch.setenv("DEFSENT_ENCODE_WORKERS", "2")
+    pool = get_pooling("mean")
+    for precision, expected in (("fp32", [4, 4]), ("bf16", [8])):
+        loaded = use_runtime(load_model(world["model"], "cpu"), "torch", precision)
+        ids = tokenize([f"text number {i} of eight" for i in range(8)], loaded.tokenizer, pool, 64)
+        split = encode_module.encode_ids(loaded, ids, pool, 32, spread=True)
+        assert sizes[-1] == expected, (precision, sizes)
+        whole = encode_module.encode_ids(loaded, ids, pool, 32)
+        np.testing.assert_allclose(split, whole, atol=1e-5)

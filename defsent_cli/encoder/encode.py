@@ -174,7 +174,8 @@ def encode_ids(
 
     Batches are length-sorted (:func:`length_batches`, with ``loaded.batch_tokens`` as a token budget).
     On CPU they run on worker threads (:func:`encode_workers`); with ``spread`` (the server's batches), fewer texts
-    than the workers' batches hold (32 on 2 workers) are split into one batch per worker; on a GPU in one stream with no host sync
+    than the workers' batches hold (32 on 2 workers) are split into one batch per worker (not in bf16: one batch on
+    torch's threads); on a GPU in one stream with no host sync
     per batch: padding is decided on the host, inputs go through pinned memory with non-blocking copies,
     and the pooled rows stay on the device until :data:`GPU_FLUSH_ROWS` are waiting, so the host
     prepares the next batches while the GPU works. With ``loaded.cuda_graphs`` the batches have fixed
@@ -192,7 +193,9 @@ def encode_ids(
         return pooling(replace(batch, mask_token_id=tokenizer.mask_token_id)).float()
 
     lengths = [len(ids) for ids in id_lists]
-    if spread and device.type == "cpu" and not loaded.cuda_graphs:  # fewer texts than the workers' batches: all busy
+    # fewer texts than the workers' batches: split so every worker is busy; not in bf16, whose matrix units want
+    # the whole batch (a 32-text server batch on AMX: 927 sentences/s split, 1,084 whole; docs/speed.md)
+    if spread and device.type == "cpu" and not loaded.cuda_graphs and loaded.precision != "bf16":
         batch_size = max(1, min(batch_size, -(-len(id_lists) // encode_workers(device))))
     batches, graphed = length_batches(lengths, batch_size, loaded.batch_tokens), None
     if loaded.cuda_graphs and model is loaded.model:  # fixed-shape batches, each replayed from its CUDA graph
