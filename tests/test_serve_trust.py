@@ -242,21 +242,22 @@ def test_a_lone_client_does_not_wait_for_company_and_clients_that_came_together_
 
     async def main():
         with ThreadPoolExecutor(1) as pool:
-            batcher = Batcher(fn, pool, max_batch=2, max_wait=60.0, max_queue=10)
+            batcher = Batcher(fn, pool, max_batch=4, max_wait=60.0, max_queue=10)
             batcher.start()
-            assert await asyncio.wait_for(batcher.submit(["a", "b"]), 10) == ["A", "B"]  # max_batch texts: at once
+            four = ["a", "b", "a2", "b2"]
+            assert await asyncio.wait_for(batcher.submit(four), 10) == ["A", "B", "A2", "B2"]  # max_batch: at once
             assert await asyncio.wait_for(batcher.submit(["c"]), 10) == ["C"]  # the last batch held one request
-            both = asyncio.gather(batcher.submit(["d"]), batcher.submit(["e"]))  # together: max_batch reached
+            both = asyncio.gather(batcher.submit(["d"]), batcher.submit(["e"]))  # both waiting when it looks
             assert await asyncio.wait_for(both, 10) == [["D"], ["E"]]
             first = batcher.submit(["x"])  # the last batch held two requests: x waits for a second
             await asyncio.sleep(0.3)
             assert not first.done()
-            second = batcher.submit(["y"])
+            second = batcher.submit(["y"])  # two requests, as the last batch held, under max_batch: x and y go
             assert await asyncio.wait_for(asyncio.gather(first, second), 10) == [["X"], ["Y"]]
             await batcher.stop()
 
     asyncio.run(main())
-    assert calls == [["a", "b"], ["c"], ["d", "e"], ["x", "y"]]
+    assert calls == [["a", "b", "a2", "b2"], ["c"], ["d", "e"], ["x", "y"]]
 
 
 def test_the_page_says_when_the_bank_has_no_definitions(world, tmp_path):  # noqa: F811
@@ -418,3 +419,53 @@ def test_a_small_server_batch_is_split_across_the_workers_but_not_in_bf16(world,
         assert sizes[-1] == expected, (precision, sizes)
         whole = encode_module.encode_ids(loaded, ids, pool, 32)
         np.testing.assert_allclose(split, whole, atol=1e-5)
+
+
+def test_searches_waiting_for_the_search_thread_are_bounded_and_cut_by_the_drain(world):  # noqa: F811
+    """--max-queue 2: one search running (held), one waiting for the search thread, a third refused at once
+    (QueueFull: 503). The drain's cut counts both; the running one finishes, the waiting one is answered Stopping."""
+    import threading
+
+    import numpy as np
+
+    from defsent_cli.encoder.models import load_model
+    from defsent_cli.encoder.spec import Encoder
+    from defsent_cli.serve.batcher import QueueFull, Stopping
+    from defsent_cli.serve.engine import Engine
+    from defsent_cli.serve.limits import Limits
+
+    release, running = threading.Event(), threading.Event()
+
+    class Collection:
+        def vectors(self, texts):
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+        def search_vectors(self, vectors, k):
+            running.set()
+            assert release.wait(30), "never released"
+            return [[{"id": 1, "text": "x", "score": 1.0}] for _ in vectors]
+
+    encoder = Encoder.of(load_model(world["model"], "cpu"), "mean")
+    engine = Engine(encoder, "tiny", Limits(max_wait_ms=0, max_queue=2), index=Collection())
+
+    async def main():
+        engine.start()
+        search = lambda text: asyncio.ensure_future(engine.search("search", [text], 1, lambda future: future))  # noqa: E731
+        first = search("first")
+        while not running.is_set():
+            await asyncio.sleep(0.01)
+        second = search("second")
+        while engine.searches < 2:
+            await asyncio.sleep(0.01)
+        with pytest.raises(QueueFull):
+            await engine.search("search", ["third"], 1, lambda future: future)
+        cut = engine.cut()
+        release.set()
+        results = await asyncio.gather(first, second, return_exceptions=True)
+        await engine.stop()
+        return cut, results
+
+    cut, (first, second) = asyncio.run(asyncio.wait_for(main(), 60))
+    assert cut == 2
+    assert first == [[{"id": 1, "text": "x", "score": 1.0}]]
+    assert isinstance(second, Stopping)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..encoder.tokenize import tokenize
 from ..search.collections import Collection
-from .batcher import Batcher
+from .batcher import Batcher, QueueFull, Stopping
 from .limits import Limits
 from .metrics import Metrics
 
@@ -58,6 +58,8 @@ class Engine:
         # the encoded queries are searched (the graph or every row, then the hits' ids and texts read from the
         # file) on a thread of their own, one search at a time: the encoding thread goes on to the next batch
         self.searching = ThreadPoolExecutor(1, thread_name_prefix="defsent-search")
+        self.searches = 0  # handed to the search thread and not finished: at most limits.max_queue
+        self.cutting = False  # the drain's time is up: a search not yet started is answered Stopping
         self.tokenizer = copy.deepcopy(self.loaded.tokenizer)
         self.token_limit = self.loaded.token_limit(encoder.max_length)
         self.batchers: dict[str, Batcher] = {}
@@ -134,9 +136,30 @@ class Engine:
         return self.metrics.in_flight
 
     def cut(self) -> int:
-        """The drain's time is up: every request still waiting in a batcher is answered :class:`~.batcher.Stopping`
-        (the batch being encoded finishes). Returns how many were cut."""
-        return sum(batcher.cut() for batcher in self.batchers.values())
+        """The drain's time is up: every request still waiting in a batcher, or for the search thread, is answered
+        :class:`~.batcher.Stopping` (the batch being encoded and the search running finish). Returns how many were
+        cut (a search waiting counted, the one running too)."""
+        self.cutting = True
+        return sum(batcher.cut() for batcher in self.batchers.values()) + self.searches
+
+    async def _searched(self, run, *args):
+        """``run(*args)`` on the search thread; refused (:class:`~.batcher.QueueFull`) when ``max_queue`` searches
+        are waiting for it already, answered :class:`~.batcher.Stopping` when it would start after :meth:`cut`."""
+        import asyncio
+
+        if self.searches >= self.limits.max_queue:
+            raise QueueFull
+
+        def started():
+            if self.cutting:
+                raise Stopping
+            return run(*args)
+
+        self.searches += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.searching, started)
+        finally:
+            self.searches -= 1
 
     async def stop(self) -> None:
         for batcher in self.batchers.values():
@@ -148,20 +171,19 @@ class Engine:
     async def search(self, which: str, queries: list[str], k: int, wait):
         """Each query's hits in the served ``which`` (lookup: the bank; search: the index); ``wait(future)`` awaits
         the batcher's answer (the server's: it gives up when the client leaves)."""
-        import asyncio
-
         collection = self.bank if which == "lookup" else self.index
+        if self.searches >= self.limits.max_queue:  # refused before its queries are encoded
+            raise QueueFull
         vectors = await wait(self.batchers[which].submit(queries))
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.searching, collection.search_vectors, np.stack(vectors), k)
+        return await self._searched(collection.search_vectors, np.stack(vectors), k)
 
     async def lookup(self, queries: list, k: int, wait):
         """Each parsed query's results (``search/reverse.py``: filters, patterns, synonyms grouped) over the served
         bank; the texts of those that have one are encoded through the lookup batcher."""
-        import asyncio
-
         from ..search.reverse import answer
 
+        if self.searches >= self.limits.max_queue:
+            raise QueueFull
         texts = [query.text for query in queries if query.text]
         vectors = iter(await wait(self.batchers["lookup"].submit(texts)) if texts else [])
         chosen = [next(vectors) if query.text else None for query in queries]
@@ -169,4 +191,4 @@ class Engine:
         def run() -> list[list[dict]]:
             return [answer(self.bank, query, vector, k) for query, vector in zip(queries, chosen, strict=True)]
 
-        return await asyncio.get_running_loop().run_in_executor(self.searching, run)
+        return await self._searched(run)
