@@ -388,12 +388,18 @@ def serve_infinity(args, precision: str, texts: list[str], quality: dict) -> dic
         stop(server)
 
 
+def defsent_serve(args, port: int, precision: str, *options: str) -> list[str]:
+    """The command line of ``defsent serve`` on ``port`` at ``precision`` with ``options``, ``-m`` and
+    ``--serve-args``."""
+    command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--precision", precision, "-q"]
+    return command + list(options) + (["-m", args.model] if args.model else []) + args.serve_args.split()
+
+
 def serve_defsent(args, precision: str, texts: list[str], quality: dict, env: dict | None = None) -> dict:
     """Start ``defsent serve --precision PRECISION`` (``env`` added to the environment), run the cells (or --sigterm,
     --memory), stop it."""
     port = free_port()
-    command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--precision", precision, "-q"]
-    command += (["-m", args.model] if args.model else []) + args.serve_args.split()
+    command = defsent_serve(args, port, precision)
     log = Path("/tmp") / f"bench-serve-{port}.log"
     server = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env={**os.environ, **(env or {})}
@@ -426,8 +432,7 @@ def search_cells(args, texts: list[str]) -> None:
     runs = [(f"HNSW, efSearch {ef}", ["--ef-search", str(ef)]) for ef in args.ef_search] + [("exact", ["--exact"])]
     for label, options in runs:
         port = free_port()
-        command = [sys.executable, "-m", "defsent_cli", "serve", "--port", str(port), "--precision", "int8", "-q",
-                   "--index", str(args.search), *options, *(["-m", args.model] if args.model else [])]  # fmt: skip
+        command = defsent_serve(args, port, "int8", "--index", str(args.search), *options)
         log = Path("/tmp") / f"bench-serve-search-{port}.log"
         start = time.perf_counter()
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))

@@ -142,13 +142,18 @@ class Engine:
         self.cutting = True
         return sum(batcher.cut() for batcher in self.batchers.values()) + self.searches
 
-    async def _searched(self, run, *args):
-        """``run(*args)`` on the search thread; refused (:class:`~.batcher.QueueFull`) when ``max_queue`` searches
-        are waiting for it already, answered :class:`~.batcher.Stopping` when it would start after :meth:`cut`."""
-        import asyncio
-
+    def _room_to_search(self) -> None:
+        """:class:`~.batcher.QueueFull` when ``max_queue`` searches are waiting for the search thread already
+        (checked before a search's queries are encoded, and again when it is handed over)."""
         if self.searches >= self.limits.max_queue:
             raise QueueFull
+
+    async def _searched(self, run, *args):
+        """``run(*args)`` on the search thread, when there is room (:meth:`_room_to_search`); answered
+        :class:`~.batcher.Stopping` when it would start after :meth:`cut`."""
+        import asyncio
+
+        self._room_to_search()
 
         def started():
             if self.cutting:
@@ -172,8 +177,7 @@ class Engine:
         """Each query's hits in the served ``which`` (lookup: the bank; search: the index); ``wait(future)`` awaits
         the batcher's answer (the server's: it gives up when the client leaves)."""
         collection = self.bank if which == "lookup" else self.index
-        if self.searches >= self.limits.max_queue:  # refused before its queries are encoded
-            raise QueueFull
+        self._room_to_search()
         vectors = await wait(self.batchers[which].submit(queries))
         return await self._searched(collection.search_vectors, np.stack(vectors), k)
 
@@ -182,8 +186,7 @@ class Engine:
         bank; the texts of those that have one are encoded through the lookup batcher."""
         from ..search.reverse import answer
 
-        if self.searches >= self.limits.max_queue:
-            raise QueueFull
+        self._room_to_search()
         texts = [query.text for query in queries if query.text]
         vectors = iter(await wait(self.batchers["lookup"].submit(texts)) if texts else [])
         chosen = [next(vectors) if query.text else None for query in queries]
