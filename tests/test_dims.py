@@ -90,7 +90,8 @@ def test_dims_out_of_range_is_a_one_line_error(cli, tiny_st, tmp_path):
     assert f"--dims {WIDTH + 1}" in done.stderr and str(WIDTH) in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x.npy").exists()
     zero = cli("encode", "a baby pig", "-m", tiny_st, "--dims", "0", "-o", tmp_path / "y.npy")
-    assert zero.exit_code == 2 and "--dims" in zero.stderr and len(zero.stderr.strip().splitlines()) == 1
+    assert zero.exit_code == 2 and "Invalid value 0 for '--dims'" in zero.stderr  # the value given, named
+    assert len(zero.stderr.strip().splitlines()) == 1
     twice = cli("encode", "a baby pig", "-m", tiny_st, "--dims", "4", "--dims", "5", "-o", tmp_path / "z.npy")
     assert twice.exit_code == 2 and "--dims" in twice.stderr and "more than once" in twice.stderr
 
@@ -130,6 +131,28 @@ def test_index_records_its_dims_and_search_cuts_both_sides(cli, tiny_st, files, 
     wider = cli("search", "--index", narrow, "-m", tiny_st, "--dims", CUT + 1, TEXTS[1])
     assert wider.exit_code == 2 and wider.stderr.startswith("error: ") and str(narrow) in wider.stderr
     assert len(wider.stderr.strip().splitlines()) == 1 and f"{CUT}-dim" in wider.stderr
+    over = cli("search", "--index", wide, "-m", tiny_st, "--dims", WIDTH + 1, TEXTS[1])  # wider than the model
+    assert over.exit_code == 2 and f"--dims {WIDTH + 1}" in over.stderr and str(tiny_st) in over.stderr
+
+
+def test_an_index_searched_by_another_model_or_narrowed_by_hand(cli, tiny_st, tiny_bert, files, tmp_path):
+    # built by tiny_bert (128 tokens), searched by tiny_st (64): of the same width, a warning, and its queries read
+    # as many tokens as tiny_st takes; not an error about a --max-length nobody gave
+    index = tmp_path / "bert.h5"
+    assert cli("index", files["texts"], "-m", tiny_bert, "--pooling", "mean", "-o", index, *TORCH_FP32).exit_code == 0
+    with h5py.File(index, "r") as h5:
+        assert int(h5.attrs["max_length"]) == 128
+    other = cli("search", "--index", index, "-m", tiny_st, "--json", TEXTS[1])
+    assert other.exit_code == 0, other.stderr
+    assert "built with" in other.stderr and "--max-length" not in other.stderr and json.loads(other.stdout)["results"]
+    # an index of narrower rows that lost its dims attribute: damaged, said so (not "search it with" this model)
+    narrow = tmp_path / "narrow.h5"
+    assert cli("index", files["texts"], "-m", tiny_st, "--dims", CUT, "-o", narrow, *TORCH_FP32).exit_code == 0
+    with h5py.File(narrow, "a") as h5:
+        del h5.attrs["dims"]
+    lost = cli("search", "--index", narrow, "-m", tiny_st, TEXTS[1])
+    assert lost.exit_code == 2 and str(narrow) in lost.stderr and "records no --dims" in lost.stderr
+    assert "search it with" not in lost.stderr
 
 
 # ---------------------------------------------------------------- banks: embed-entries, lookup, eval-dict
@@ -168,6 +191,11 @@ def test_bank_dims_lookup_and_eval_dict(cli, tiny_st, files, tmp_path):
     assert "dims" not in lookup(full_bank)
     wider = cli("lookup", "-m", tiny_st, "--bank", cut_bank, "--dims", CUT + 1, query)
     assert wider.exit_code == 2 and str(cut_bank) in wider.stderr and len(wider.stderr.strip().splitlines()) == 1
+    over = cli("lookup", "-m", tiny_st, "--bank", full_bank, "--dims", WIDTH + 1, query)  # wider than the model
+    assert over.exit_code == 2 and f"--dims {WIDTH + 1}" in over.stderr and str(tiny_st) in over.stderr
+    # the vocabulary through a word head cannot be cut: refused, as eval-dict refuses it, not ignored
+    head = cli("lookup", "-m", tiny_st, "--word-head", "embeddings", "--dims", CUT, query)
+    assert head.exit_code == 2 and "cannot cut" in head.stderr and not head.stdout
     # eval-dict: the ranks of the leading CUT dims, recorded in the results JSON, the same from either bank
     scores = rows[:, :CUT].astype(np.float64) @ _raw(cli, tiny_st, tmp_path)[:, :CUT].T  # row j, query i
     ranks = 1 + np.sum(scores > np.diag(scores)[None, :], axis=0)  # query i's gold is row i
@@ -260,4 +288,14 @@ def test_server_dimensions_is_encode_dims(cli, tiny_st, files, tmp_path):
         assert answer["data"][0]["results"][0]["id"] == 2 and answer["data"][0]["results"][0]["score"] == pytest.approx(
             1
         )
+        # a search's dimensions: its index's width, or a 400 (never ignored)
+        code, _, same = http("POST", server.url + "/v1/search", {"query": TEXTS[1], "k": 1, "dimensions": CUT})
+        assert code == 200 and same["data"] == answer["data"]
+        for bad in (4, WIDTH, "8", True):
+            code, _, refused = http("POST", server.url + "/v1/search", {"query": TEXTS[1], "dimensions": bad})
+            assert code == 400 and refused["error"]["param"] == "dimensions", (bad, refused)
+            assert (
+                f"searched at its {CUT} dimensions" in refused["error"]["message"]
+                and "--dims" in refused["error"]["message"]
+            )
         assert "Traceback" not in server.stderr()

@@ -163,7 +163,11 @@ def test_a_killed_matryoshka_run_resumes_to_the_same_weights(banked, still_bert,
     assert died.returncode == -9
     other = [a if a != "32,16:0.5,8" else "32,8" for a in base]
     refused = defsent(*other, "--resume", check=False)
-    assert refused.exit_code == 2 and "--matryoshka" in refused.stderr and "(saved:" in refused.stderr
+    assert refused.exit_code == 2 and "--matryoshka 32,8 (saved: 32,16:0.5,8)" in refused.stderr
+    assert "--matryoshka-" not in refused.stderr  # the option a user types, not the recorded settings' names
+    unset = [a for a in base if a not in ("--matryoshka", "32,16:0.5,8")]
+    refused = defsent(*unset, "--resume", check=False)
+    assert refused.exit_code == 2 and "--matryoshka not given (saved: 32,16:0.5,8)" in refused.stderr
     resumed = defsent(*base, "--resume")
     assert "resuming from step 2" in resumed.stderr
     a, b = weights(full), weights(killed)
@@ -173,7 +177,9 @@ def test_a_killed_matryoshka_run_resumes_to_the_same_weights(banked, still_bert,
 @pytest.mark.parametrize(
     "extra, says",
     [
-        (["--matryoshka", "64,32"], "have 32 dimensions, not 64"),
+        (["--matryoshka", "64,32"], "--matryoshka 64,32: the model {model}'s vectors have 32 dimensions, not 64"),
+        (["--matryoshka", ""], "--matryoshka '': give the widths"),
+        (["--matryoshka", " "], "--matryoshka ' ': give the widths"),
         (["--matryoshka", "16,16"], "a width is given twice"),
         (["--matryoshka", "16,x"], "--matryoshka '16,x'"),
         (["--matryoshka", "16:0"], "weights positive"),
@@ -184,7 +190,7 @@ def test_what_cannot_train_is_refused_in_one_line(banked, still_bert, tmp_path, 
     dictionary, bank = banked
     done = defsent("train", dictionary, "--bank", bank, "-m", still_bert, *extra, "-o", tmp_path / "o", check=False)
     assert done.exit_code == 2, done.stderr
-    assert says in done.stderr and "Traceback" not in done.stderr
+    assert says.format(model=still_bert) in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "o").exists() and not (tmp_path / "o.partial").exists()
 
 
@@ -196,3 +202,21 @@ def test_simcse_mlp_and_the_teacher_refuse_it(still_bert, tmp_path, defsent):
     assert done.exit_code == 2 and "--no-mlp" in done.stderr
     done = defsent("teacher", text, *args, "-o", tmp_path / "t", check=False)
     assert done.exit_code == 2 and "--matryoshka" in done.stderr
+
+
+def test_a_merge_keeps_the_widths_every_model_in_it_was_trained_for(banked, still_bert, tmp_path, defsent):
+    dictionary, bank = banked
+    for name, extra in (("a", ["--seed", "1"]), ("b", ["--seed", "2"])):
+        defsent(*train_args(dictionary, bank, still_bert, tmp_path / name, "--matryoshka", "32,8", *extra))
+
+    def merged(name, *args) -> dict:
+        defsent("merge", *args, "-o", tmp_path / name)
+        return json.loads((tmp_path / name / "defsent.json").read_text())
+
+    soup = merged("soup", tmp_path / "a", tmp_path / "b", "--method", "uniform")
+    assert soup["matryoshka_dims"] == [32, 8] and soup["matryoshka_weights"] == [1.0, 1.0]
+    card = (tmp_path / "soup" / "README.md").read_text()
+    assert "- matryoshka" in card and "Trained with Matryoshka at 32, 8 dimensions" in card
+    # WiSE-FT with the base, which was not trained for them: no widths; alpha 1 leaves the base out: its widths
+    assert "matryoshka_dims" not in merged("wise", still_bert, tmp_path / "a", "--alpha", "0.5")
+    assert merged("whole", still_bert, tmp_path / "a", "--alpha", "1")["matryoshka_dims"] == [32, 8]

@@ -331,7 +331,7 @@ class DefsentGroup(TyperGroup):
             sys.exit(exc.exit_code)
         except click_errors.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else self._command_path(args, prog_name)
-            what = exc.format_message().replace("Value error, ", "").rstrip(".")
+            what = _with_value(exc, exc.format_message().replace("Value error, ", "").rstrip("."))
             raise SystemExit(_fail(f"{what}; see '{where} --help'", exc.exit_code)) from None
         except click_errors.ClickException as exc:
             raise SystemExit(_fail(exc.format_message(), exc.exit_code)) from None
@@ -366,6 +366,27 @@ def _fail(message: str, exit_code: int) -> int:
 
 #: The arguments of the command line being run (after ``defsent``), as :class:`DefsentGroup` was given them.
 _ARGS: list[str] = []
+
+
+def _with_value(exc, message: str) -> str:
+    """``message`` naming the value the user gave where Click's (typer's range checks: "Input should be greater
+    than or equal to 1") does not: ``Invalid value 0 for '--dims': input should be ...``."""
+    param = getattr(exc, "param", None)
+    if not isinstance(exc, click_errors.BadParameter) or param is None or not getattr(param, "opts", None):
+        return message
+    names = [*param.opts, *getattr(param, "secondary_opts", ())]
+    given = None
+    for i, arg in enumerate(_ARGS):
+        name, equals, value = arg.partition("=")
+        if name in names:
+            given = value if equals else (_ARGS[i + 1] if i + 1 < len(_ARGS) else None)
+    if given is None or f"'{given}'" in message or f'"{given}"' in message:  # Click quotes a value it names
+        return message
+    start = "Invalid value for "
+    if not message.startswith(start):
+        return message
+    hint, colon, reason = message[len(start) :].partition(": ")
+    return f"Invalid value {given} for {hint}: {reason[:1].lower()}{reason[1:]}" if colon else message
 
 
 def _interrupted(run=None) -> None:

@@ -80,7 +80,7 @@ def lookup_command(
     if bank is None:
         if any(q.pos or q.pattern for q in parsed):
             raise DefsentError("--pos and patterns filter a bank's entries: pass --bank BANK.h5")
-        return vocabulary_lookup(model, loaded, queries, word_head, pooling, k, as_json)
+        return vocabulary_lookup(model, loaded, queries, word_head, pooling, k, as_json, dims)
     from ..search.collections import bank_collection
     from ..search.reverse import answer, no_pos_error
 
@@ -135,13 +135,15 @@ def _origin(model: Values, bank) -> dict:
     return provenance([model.model], [bank] if bank is not None else [])
 
 
-def vocabulary_lookup(model: Values, loaded, queries, word_head, pooling, k: int, as_json: bool) -> None:
+def vocabulary_lookup(
+    model: Values, loaded, queries, word_head, pooling, k: int, as_json: bool, dims: int | None = None
+) -> None:
     """The vocabulary ranked through a word head (``--word-head``, a ``--objective defsent`` checkpoint): dot
-    products, as DefSent's training scored them."""
+    products, as DefSent's training scored them (``dims``, which a word head cannot cut: refused)."""
     from ..formats.vectors import refuse_nonfinite
     from ..search.exact import top_k
 
-    encoder, entries = candidates(loaded, None, word_head, pooling)
+    encoder, entries = candidates(loaded, None, word_head, pooling, dims=dims)
     vectors = encoder.encode(queries, model.batch_size)
     refuse_nonfinite(vectors, loaded.path, what="query")
     indices, scores = top_k(vectors, entries, k)

@@ -124,6 +124,7 @@ def merge_command(
         **result.report,
         "seconds": round(time.perf_counter() - started, 1),
     }
+    info.update(matryoshka_of(result.members, result.coefficients))
     if criterion is not None and "selected_score" in result.report:
         info["scores"] = {f"{criterion.name} ({criterion.meaning})": result.report["selected_score"]}
     from ..formats.results import provenance, task_folder_provenance
@@ -135,6 +136,16 @@ def merge_command(
     chosen = f"alpha {result.report['alpha']:g}" if "alpha" in result.report else f"{len(result.members)} models"
     scored = f", {criterion.name} {result.report['selected_score']:.2f}" if "selected_score" in result.report else ""
     say(f"wrote {output}: {opt.value(method)}, {chosen}{scored}")
+
+
+def matryoshka_of(members, coefficients) -> dict:
+    """The ``--matryoshka`` widths and weights of the merge: those of its models where every one it is made of
+    (a weight above 0) was trained for the same widths, else none (WiSE-FT of an untrained base: its widths were
+    not trained to stand alone)."""
+    keys = ("matryoshka_dims", "matryoshka_weights")
+    found = [{k: (m.info or {}).get(k) for k in keys} for m, c in zip(members, coefficients, strict=True) if c]
+    same = found and found[0]["matryoshka_dims"] and all(f == found[0] for f in found)
+    return dict(found[0]) if same else {}
 
 
 HELP_ORDER = 150  # where `defsent --help` lists it (cli/app.py)

@@ -117,6 +117,8 @@ def serve_command(
       defsent serve --index notes.h5 --port 8080 --api-key "$KEY"
       curl -s localhost:8000/v1/embeddings -H 'Content-Type: application/json' \\
           -d '{"input": ["a baby pig"], "model": "defsent"}'
+      curl -s localhost:8000/v1/embeddings -H 'Content-Type: application/json' \\
+          -d '{"input": ["a baby pig"], "dimensions": 128}'  # encode --dims 128
 
     Listens on 127.0.0.1 unless --host says otherwise; SIGTERM or Ctrl-C stops taking requests and finishes those
     in flight. docs/serve.md has the API, the limits and the metrics.

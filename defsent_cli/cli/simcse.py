@@ -87,6 +87,8 @@ def simcse_command(
       defsent simcse corpus.txt -m BASE -o simcse/
       defsent simcse corpus.txt -m BASE --objective nm --mlm-weight 0.1 -o mlm-nm/
       defsent simcse corpus.txt -m BASE --nm-weight 0.1 -o simcse-nm/
+      defsent simcse corpus.txt -m BASE --pooling mean --matryoshka 384,128,64 \\
+          -o simcse-mrl/
       defsent simcse dict.jsonl -m BASE --limit 10000 --eval-every 125 \\
           --eval-on stsb-dev -o simcse-defs/
 

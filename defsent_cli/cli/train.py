@@ -193,6 +193,7 @@ def train_command(
       defsent train dict.jsonl --objective defsent -m bert-base/ -o defsent-1/
       defsent train dict.jsonl --bank bank.h5 -m BASE --mlm-weight 0.1 -o mlm/
       defsent train dict.jsonl --bank bank.h5 -m BASE --nm-weight 0.1 -o nm/
+      defsent train dict.jsonl --bank bank.h5 --matryoshka 384,256,128,64 -o mrl/
 
     Pooling and head follow the model (its own pooling, CLS for a plain BERT; no head where its pooler is
     untrained); --pooling and --pooler choose. --objective defsent is DefSent's word prediction (batch 16, Adam, lr 1e-5, 10% warm-up, then constant,

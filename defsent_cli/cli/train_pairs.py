@@ -43,6 +43,7 @@ def train_pairs_command(
     Examples:
       defsent train-pairs sts-train.csv -m BASE -o stsb-bi/
       defsent train-pairs gold.tsv -m BASE --loss cosent --epochs 4 -o bi/
+      defsent train-pairs sts-train.csv -m BASE --matryoshka 384,128,64 -o mrl/
 
     The thesis's settings (Reiml 2023, section 5.1): AdamW lr 2e-5, weight decay 0.01, 10% warm-up then
     linear decay, batch 16, three epochs, STS-B dev after each epoch and the best epoch kept. Evaluate such a

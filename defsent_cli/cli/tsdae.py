@@ -51,6 +51,7 @@ def tsdae_command(
       defsent tsdae corpus.txt -m BASE -o tsdae/
       defsent tsdae dict.jsonl -m BASE --pooling mean --limit 20000 -o tsdae-1/
       defsent tsdae corpus.txt -m BASE --nm-weight 1 --batch-size 64 -o tsdae-nm/
+      defsent tsdae corpus.txt -m BASE --matryoshka 384:2,128,64 -o tsdae-mrl/
 
     The paper's settings: AdamW, constant lr 3e-5, no warm-up, weight decay 0, batch 8, CLS pooling, tied
     encoder and decoder (sentence-transformers' DenoisingAutoEncoderLoss). The output is a normal checkpoint

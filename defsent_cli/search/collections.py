@@ -119,6 +119,11 @@ class Collection:
         return f"approximate search through the index's HNSW graph{kind}, efSearch {self.ann.ef_search}; --exact for all rows"
 
     @property
+    def width(self) -> int:
+        """The width it is searched at: its queries' cut, else its rows' (the model's) full width."""
+        return self.cut or self.file.dim
+
+    @property
     def kind(self) -> str:
         """``index`` or ``bank``."""
         return "index" if isinstance(self.file, IndexFile) else "bank"
@@ -235,20 +240,25 @@ def index_collection(
     length)."""
     from ..encoder.spec import Encoder
 
-    if another_width(index.dim, loaded.dim, index.attrs.get("dims")):
-        raise DefsentError(
-            f"the index has {index.dim} dims but the model {loaded.path} has {loaded.dim}; search it with the "
-            f"model that built it ({index.attrs.get('encoder', 'recorded in the index')})",
-            path=index.source,
-        )
     recorded = index.attrs.get("encoder")
-    if isinstance(recorded, str) and Path(recorded).resolve() != Path(loaded.path).resolve():
+    other = isinstance(recorded, str) and Path(recorded).resolve() != Path(loaded.path).resolve()
+    if another_width(index.dim, loaded.dim, index.attrs.get("dims")):
+        fix = (
+            f"search it with the model that built it ({index.attrs.get('encoder', 'recorded in the index')})"
+            if other or not isinstance(recorded, str)
+            else "it records no --dims for its narrower rows (damaged, or not written by defsent index): rebuild it"
+        )
+        raise DefsentError(
+            f"the index has {index.dim} dims but the model {loaded.path} has {loaded.dim}; {fix}", path=index.source
+        )
+    if other:
         warn(f"the index was built with {recorded}, not {loaded.path}: its scores mean little with another model")
     name = pooling or str(index.attrs.get("pooling") or "") or None
-    max_length = index.attrs.get("max_length")
-    encoder = Encoder.of(loaded, name, batch_size=batch_size, max_length=int(max_length) if max_length else None)
+    max_length = index.attrs.get("max_length")  # its texts' token limit, within what this model takes
+    max_length = min(int(max_length), loaded.max_length) if max_length else None
+    encoder = Encoder.of(loaded, name, batch_size=batch_size, max_length=max_length)
     encoder.show_progress = False
-    cut = encoder.cut_to(collection_dims(dims, index.dim, loaded.dim, index.source, "index")).dims
+    cut = encoder.cut_to(collection_dims(dims, index.dim, loaded.dim, index.source, "index", loaded.path)).dims
     collection = Collection(
         index, encoder, "cosine", label=str(index.source), rows=cut_rows(index, dims, True), cut=cut
     )

@@ -82,7 +82,7 @@ def query_encoder(
             "embed the entries with this model (or one of its size)",
             path=bank.source,
         )
-    cut = collection_dims(dims, bank.dim, loaded.dim, bank.source, "bank")
+    cut = collection_dims(dims, bank.dim, loaded.dim, bank.source, "bank", loaded.path)
     return QueryEncoder(loaded, get_pooling(name), head.to(loaded.device), cut=cut)
 
 

@@ -287,6 +287,21 @@ class Routes(DictionaryRoutes):
             raise ApiError(400, f"'k' must be a whole number from 1 to {self.engine.limits.max_k}", param="k")
         return k
 
+    def check_dimensions(self, body: dict, collection) -> None:
+        """A search's ``dimensions``: absent, or the width its index or bank is searched at (the width it was built
+        at, cut or not, which the answer's ``dimensions`` states); another is a 400, not ignored."""
+        dimensions = body.get("dimensions")
+        if dimensions is None or (not isinstance(dimensions, bool) and dimensions == collection.width):
+            return
+        build = "defsent index" if collection.kind == "index" else "defsent embed-entries"
+        raise ApiError(
+            400,
+            f"'dimensions' {json.dumps(dimensions)[:40]}: the served {collection.kind} is searched at its "
+            f"{collection.width} dimensions (give {collection.width}, or leave it out); for smaller vectors serve one "
+            f"built with {build} --dims N",
+            param="dimensions",
+        )
+
     async def search(self, request: Request):
         return await self.search_in("search", request)
 
@@ -299,6 +314,7 @@ class Routes(DictionaryRoutes):
         body = await read_json(request, engine.limits.max_body_bytes)
         queries = texts_of(body, "query", engine)
         k = self.k_of(body)
+        self.check_dimensions(body, collection)
         await self.measured(queries, body, "query")
         try:
             found = await engine.search(which, queries, k, lambda future: self.wait(request, future))

@@ -16,7 +16,7 @@ from .http_errors import ApiError, engine_error
 
 class DictionaryRoutes:
     """``lookup`` and ``define`` over ``self.engine``'s bank (the request's body read by ``Routes.request_queries``,
-    ``k`` by ``Routes.k_of``)."""
+    ``k`` by ``Routes.k_of``, ``dimensions`` by ``Routes.check_dimensions``)."""
 
     async def lookup(self, request: Request):
         """The reverse dictionary: each query parsed (``pos:``, a pattern; the body's ``pos`` and ``pattern`` fields
@@ -29,6 +29,7 @@ class DictionaryRoutes:
             raise ApiError(404, "no bank is served (start the server with --bank BANK.h5)", "not_found_error")
         body, queries = await self.request_queries(request)
         k = self.k_of(body)
+        self.check_dimensions(body, engine.bank)
         fields = {name: body.get(name) for name in ("pos", "pattern")}
         for name, value in fields.items():
             if value is not None and not isinstance(value, str):

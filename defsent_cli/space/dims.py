@@ -90,14 +90,15 @@ def another_width(stored: int, model: int, recorded) -> bool:
     return stored > model or (stored < model and recorded != stored)
 
 
-def collection_dims(n: int | None, stored: int, model: int, path, what: str = "file") -> int | None:
+def collection_dims(n: int | None, stored: int, model: int, path, what: str = "file", model_path=None) -> int | None:
     """The width a bank's or an index's queries are cut to: ``n`` (``--dims``) where given, else the file's own
     width where it is narrower than the model's (built with ``--dims``); None: the model's full width. The caller
-    has refused a file of another model's width (:func:`another_width`); an ``n`` wider than the file's rows is a
-    one-line error naming the file (``path``; ``what``: ``index`` or ``bank``)."""
+    has refused a file of another model's width (:func:`another_width`); an ``n`` wider than the model is a one-line
+    error naming the model (``model_path``), one wider than the file's rows one naming the file (``path``; ``what``:
+    ``index`` or ``bank``)."""
     if n is None:
         return stored if stored < model else None
-    check_dims(n, model)
+    check_dims(n, model, model=model_path)
     if n > stored:
         raise DefsentError(
             f"--dims {n} is wider than the {what}'s {stored}-dim vectors (built with --dims {stored}): search it at "

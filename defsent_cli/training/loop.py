@@ -95,7 +95,7 @@ class Loop:
         self.net: torch.nn.Module | None = None  # what DDP wraps: the model unless the objective's setup says
         self.head: torch.nn.Module | None = None  # the head between pooling and the loss, if the setup sets one
         self._word_head = None
-        self.matryoshka = matryoshka.check(self.loaded.dim) if matryoshka is not None else None
+        self.matryoshka = matryoshka.check(self.loaded.dim, base_model) if matryoshka is not None else None
         self.prefix_cache: PrefixCache | None = None  # the step's passes under --matryoshka (forward.forward)
         objective.setup(self, items)  # may replace self.model (sentence-transformers' copy, say)
         # the auxiliary MLM loss of any objective that takes it (forward.forward), on the frozen word head

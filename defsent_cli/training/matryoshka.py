@@ -46,6 +46,16 @@ def parse_dims(text: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
     return tuple(dims[i] for i in order), tuple(weights[i] for i in order)
 
 
+def option_text(settings: dict) -> str | None:
+    """The ``--matryoshka`` value that records as ``settings`` (:meth:`Matryoshka.settings`: a run's, a saved
+    state's), weights of 1 left out; None where they record no Matryoshka term."""
+    dims = settings.get("matryoshka_dims")
+    if not dims:
+        return None
+    weights = settings.get("matryoshka_weights") or [1.0] * len(dims)
+    return ",".join(str(d) if w == 1 else f"{d}:{w:g}" for d, w in zip(dims, weights, strict=False))
+
+
 @dataclass(frozen=True)
 class Matryoshka:
     """The widths trained to stand alone (widest first) and their weights."""
@@ -55,21 +65,32 @@ class Matryoshka:
 
     @classmethod
     def parse(cls, text: str | None) -> Matryoshka | None:
-        """``--matryoshka``'s value (None or empty: no Matryoshka term)."""
-        if text is None or not str(text).strip():
+        """``--matryoshka``'s value (None: no Matryoshka term; an empty one is an error, not a silent plain run)."""
+        if text is None:
             return None
+        if not str(text).strip():
+            raise DefsentError(f"--matryoshka {text!r}: give the widths to train, e.g. 384,256,128,64")
         return cls(*parse_dims(text))
+
+    @property
+    def option(self) -> str:
+        """The ``--matryoshka`` value that gives these widths and weights (``384,256:0.5``)."""
+        return option_text(self.settings())
 
     def settings(self) -> dict:
         """What ``defsent.json``, the card and the resumable state record (compared on ``--resume``), in
         sentence-transformers' names."""
         return {"matryoshka_dims": list(self.dims), "matryoshka_weights": list(self.weights)}
 
-    def check(self, width: int) -> Matryoshka:
-        """Refuse widths above the model's (one line); returns self."""
+    def check(self, width: int, model=None) -> Matryoshka:
+        """Refuse widths above the model's (one line naming the value and the ``model``); returns self."""
         wider = [d for d in self.dims if d > width]
         if wider:
-            raise DefsentError(f"--matryoshka: the model's vectors have {width} dimensions, not {wider[0]}")
+            of = "the model's" if model is None else f"the model {model}'s"
+            raise DefsentError(
+                f"--matryoshka {self.option}: {of} vectors have {width} dimensions, not {wider[0]}: give widths up "
+                f"to {width}"
+            )
         return self
 
     def loss(self, run, index):

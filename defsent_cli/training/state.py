@@ -21,6 +21,7 @@ from ..errors import DefsentError
 from ..formats.tensors import read_tensors, write_tensors
 from ..log import warn
 from .config import TrainConfig
+from .matryoshka import option_text
 
 STATE_FORMAT = "defsent-train-state/2"
 STATE_FILE = "state.safetensors"
@@ -127,8 +128,12 @@ def check_resume(doc: dict, trainer, path: Path) -> None:
     # the auxiliary terms' (+NM's): a setting only one side has differs too
     aux_saved = {k: v for k, v in saved_aux.items() if k not in mine}
     for k in dict.fromkeys([*aux, *aux_saved]):
+        if k.startswith("matryoshka_"):
+            continue  # one option, --matryoshka, below
         if k not in aux or k not in aux_saved or aux[k] != aux_saved[k]:
             differ.append(f"{_option(k)} {_shown(aux.get(k))} (saved: {_shown(aux_saved.get(k))})")
+    if (now := option_text(aux)) != (before := option_text(aux_saved)):
+        differ.append(f"--matryoshka {_shown(now)} (saved: {_shown(before)})")
     if differ:
         raise DefsentError(
             f"cannot resume: settings differ from the saved run: {'; '.join(differ)}; resume with the saved run's "
