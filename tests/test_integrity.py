@@ -155,6 +155,70 @@ def test_a_header_that_disagrees_with_the_datasets_is_an_error(cli, built, tmp_p
     one_error(search(cli, index, "red cat"), index, "checksums")
 
 
+@pytest.mark.parametrize("dataset", ["vectors", "texts", "ids", "vectors_sha256"])
+def test_a_dataset_replaced_by_a_group_is_an_error_naming_the_file(cli, built, tmp_path, dataset):
+    index = copy(built, "plain", tmp_path)
+    with h5py.File(index, "r+") as h5:
+        del h5[dataset]
+        h5.create_group(dataset)
+    one_error(search(cli, index, "red cat"), index, f"{dataset!r} is not a dataset")
+
+
+def test_texts_that_are_no_strings_and_a_lost_block_size_are_named(cli, built, tmp_path):
+    index = copy(built, "plain", tmp_path)
+    with h5py.File(index, "r+") as h5:
+        del h5["texts"]
+        h5["texts"] = np.arange(200)
+    one_error(search(cli, index, "red cat"), index, "texts must be strings")
+    index = copy(built, "plain", tmp_path)
+    with h5py.File(index, "r+") as h5:
+        del h5.attrs["vectors_block_rows"]
+    one_error(search(cli, index, "red cat"), index, "vectors_block_rows")
+
+
+def test_a_bank_damaged_in_its_structure_is_an_error_naming_the_file(cli, built, tmp_path):
+    dictionary = tmp_path / "dict.jsonl"
+    words = ["piglet", "giraffe", "joy"]
+    dictionary.write_text(
+        "".join(f'{{"entry": "{w}", "definitions": ["a {w}"], "meta": [{{"pos": "noun"}}]}}\n' for w in words)
+    )
+    bank = tmp_path / "bank.h5"
+    done = cli("embed-entries", dictionary, "-m", built["model"], "--pool", "mean", "-o", bank, *CPU)
+    assert done.exit_code == 0, done.stderr
+
+    def damaged(change) -> Path:
+        target = tmp_path / f"bank-{len(list(tmp_path.glob('bank-*')))}.h5"
+        shutil.copy(bank, target)
+        with h5py.File(target, "r+") as h5:
+            change(h5)
+        return target
+
+    def lookup(path):
+        return cli("lookup", "--bank", path, "-m", built["model"], "a baby pig", *CPU)
+
+    def regroup(name):
+        def change(h5):
+            del h5[name]
+            h5.create_group(name)
+
+        return change
+
+    def replace(name, data):
+        def change(h5):
+            del h5[name]
+            h5[name] = data
+
+        return change
+
+    for name in ("vectors", "entries", "counts", "pos"):
+        target = damaged(regroup(name))
+        one_error(lookup(target), target, f"{name!r} is not a dataset")
+    target = damaged(replace("entries", np.arange(3)))
+    one_error(lookup(target), target, "entries must be strings")
+    target = damaged(replace("pos", np.array([b"noun"])))
+    one_error(lookup(target), target, "parts of speech for 3 entries")
+
+
 def old(path: Path) -> Path:
     """The index as written before it recorded its size and checksums."""
     with h5py.File(path, "r+") as h5:

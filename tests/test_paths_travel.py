@@ -42,7 +42,7 @@ def built(tmp_path_factory, tiny_st) -> dict:
     (a / "dict.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     done = defsent("embed-entries", "dict.jsonl", "-m", tiny_st, "--pool", "mean", "-o", "bank.h5", *TORCH_FP32, cwd=a)
     assert done.returncode == 0, done.stderr
-    args = [a / "dict.jsonl", "--bank", a / "bank.h5", "-m", tiny_st, "-o", a / "ckpt", "--batch-size", "2"]
+    args = [a / "dict.jsonl", "--bank", a / "bank.h5", f"-m{tiny_st}", "-o", a / "ckpt", "--batch-size", "2"]
     done = defsent("train", *args, "--device", "cpu", "--max-steps", "2", "-q", cwd=a)
     assert done.returncode == 0, done.stderr
     return {"A": a, "B": b, "model": tiny_st}
@@ -58,6 +58,15 @@ def test_a_bank_built_in_one_folder_shows_its_definitions_searched_from_another(
     hit = json.loads(done.stdout)["results"][0]
     assert hit["entry"] == "piglet" and hit["definitions"] == ["a baby pig"], done.stderr
     assert "no definitions shown" not in done.stderr
+
+
+def test_a_bank_linked_into_another_folder_shows_its_definitions(built, tmp_path):
+    (tmp_path / "bank.h5").symlink_to(built["A"] / "bank.h5")  # its dictionary stays beside the real file
+    done = defsent("lookup", "--bank", "bank.h5", "-m", built["model"], "-k", "1", "--json", "a baby pig",
+                   *TORCH_FP32, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    hit = json.loads(done.stdout)["results"][0]
+    assert hit["definitions"] == ["a baby pig"] and "no definitions shown" not in done.stderr
 
 
 def test_a_bank_built_in_one_folder_shows_its_definitions_served_from_another(built, monkeypatch):
@@ -100,18 +109,23 @@ def test_the_page_says_when_the_bank_comes_without_definitions():
 # ---------------------------------------------------------------- a checkpoint names no local folder
 
 
-def test_a_trained_checkpoint_holds_no_absolute_local_path(built):
-    """Every file of the folder, as ``hf upload`` would publish it: no home, temporary, repository or
-    virtual-environment folder, though every path was given absolute; the paths recorded relative to it resolve
-    to the files the run read."""
-    from defsent_cli.formats.checkpoint import read_info
-
-    ckpt = built["A"] / "ckpt"
-    prefixes = {str(Path.home()), tempfile.gettempdir(), str(REPO), sys.prefix, str(built["A"])}
+def no_local_folder(ckpt: Path, *more: Path) -> None:
+    """Every file of the folder, as ``hf upload`` would publish it, names no home, temporary, repository or
+    virtual-environment folder, nor ``more``."""
+    prefixes = {str(Path.home()), tempfile.gettempdir(), str(REPO), sys.prefix, *map(str, more)}
     for path in sorted(p for p in ckpt.rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8", errors="replace")
         found = [prefix for prefix in prefixes if prefix in text]
         assert not found, f"{path.relative_to(ckpt)} names {found}"
+
+
+def test_a_trained_checkpoint_holds_no_absolute_local_path(built):
+    """No local folder in the checkpoint, though every path was given absolute (the model's attached to its short
+    option, -m/...); the paths recorded relative to it resolve to the files the run read."""
+    from defsent_cli.formats.checkpoint import read_info
+
+    ckpt = built["A"] / "ckpt"
+    no_local_folder(ckpt, built["A"])
     raw = json.loads((ckpt / "defsent.json").read_text())
     assert raw["dictionary"] == "../dict.jsonl" and raw["bank"] == "../bank.h5"
     assert raw["bank_attrs"]["dictionary"] == "../dict.jsonl" and raw["provenance"]["cwd"] == ".."
@@ -120,6 +134,22 @@ def test_a_trained_checkpoint_holds_no_absolute_local_path(built):
     assert Path(info["bank"]) == built["A"] / "bank.h5" and Path(info["dictionary"]) == built["A"] / "dict.jsonl"
     assert Path(info["base_model"]) == Path(built["model"]).resolve()
     assert Path(info["provenance"]["data"][0]["path"]) == built["A"] / "dict.jsonl"
+
+
+def test_a_soup_names_its_models_relative_to_itself(built, mini):
+    """A merge's every list of models (``models``, the soup's, the greedy log's), given absolute: relative to it."""
+    a = built["A"]
+    shutil.copytree(a / "ckpt", a / "ckpt2", dirs_exist_ok=True)
+    for method in ("uniform", "greedy"):
+        select = ["--select", "dev", "--data", mini] if method == "greedy" else []
+        out = a / f"soup-{method}"
+        done = defsent("merge", a / "ckpt", a / "ckpt2", "--method", method, *select, f"-o{out}", cwd=built["B"])
+        assert done.returncode == 0, done.stderr
+        no_local_folder(out, a)
+        raw = json.loads((out / "defsent.json").read_text())
+        assert raw["models"] and set(raw["soup"]) <= {"../ckpt", "../ckpt2"} and raw["soup"]
+        if method == "greedy":
+            assert {line["model"] for line in raw["greedy"]} == {"../ckpt", "../ckpt2"}
 
 
 def test_a_hub_base_model_is_recorded_by_its_id_and_a_folder_far_away_by_its_name(tmp_path):

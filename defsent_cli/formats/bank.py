@@ -16,13 +16,24 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_input, hdf5_output, hdf5_stream, is_stdout, refuse_stdout, reserve_space, sha256_file
+from ..io import (
+    checked_file,
+    hdf5_input,
+    hdf5_output,
+    hdf5_stream,
+    is_stdout,
+    is_text,
+    refuse_stdout,
+    reserve_space,
+    sha256_file,
+)
 from .dictionary import SPLITS, bank_rows
 
 if TYPE_CHECKING:  # numpy (and h5py) only where a bank is read or written: `embed-entries --help` lists KINDS
@@ -140,12 +151,13 @@ def recorded_attrs(attrs: dict, path: str | Path) -> dict:
 
 
 def resolved_attrs(attrs: dict, path: str | Path) -> dict:
-    """The attributes of the bank at ``path`` as read: the files it names resolved against its folder (a bank
-    written before recorded its dictionary as typed, in the folder it was built in: taken from the bank's
-    folder too); absolute paths as they are."""
+    """The attributes of the bank at ``path`` as read: the files it names resolved against its folder (the real
+    file's, where ``path`` is a symbolic link: the folder it was written in; a bank written before recorded its
+    dictionary as typed, in the folder it was built in: taken from the bank's folder too); absolute paths as they
+    are."""
     from .recorded import resolved_loose
 
-    folder, out = Path(path).absolute().parent, dict(attrs)
+    folder, out = Path(os.path.realpath(path)).parent, dict(attrs)
     if isinstance(out.get("dictionary"), str):
         out["dictionary"] = resolved_loose(out["dictionary"], folder)
     if isinstance(out.get("texts"), str) and out["texts"]:
@@ -388,29 +400,20 @@ def _check_finite(vectors: np.ndarray, path: Path, dtype="float32", stored=None,
     raise DefsentError(f"bank has {len(bad)} row(s) with NaN or infinite values; rebuild it", path=path)
 
 
-@contextlib.contextmanager
-def checked_file(path: Path, kind: str, fmt: str, datasets: tuple[str, ...]) -> Iterator[tuple[object, dict]]:
-    """A defsent HDF5 file (a bank, an index: ``kind``) opened for its header: there, of format ``fmt``, holding
-    ``datasets``; yields the open file and its attributes as plain values. Anything else: one line naming it."""
-    import numpy as np
-
-    if not path.is_file():
-        raise DefsentError(f"no such {kind} file", path=path)
-    with hdf5_input(path, f"the {kind}") as h5:
-        if h5.attrs.get("format") != fmt:
-            raise DefsentError(f"not a defsent {kind} (format attribute is not {fmt!r})", path=path)
-        missing = [name for name in datasets if name not in h5]
-        if missing:
-            raise DefsentError(f"{kind} is missing dataset {missing[0]!r}", path=path)
-        yield h5, {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
-
-
 def open_bank(path: str | Path) -> BankFile:
     """Open a bank written by :func:`write_bank` or :func:`bank_output` without reading its vectors; anything
     else is a one-line error naming the file."""
     path = Path(path)
-    with checked_file(path, "bank", BANK_FORMAT, ("entries", "vectors", "counts")) as (h5, attrs):
+    with checked_file(path, "bank", BANK_FORMAT, ("entries", "vectors", "counts"), (POS_DATASET,)) as (h5, attrs):
         shapes = {name: h5[name].shape for name in ("entries", "vectors", "counts")}
+        for name in ("entries", *([POS_DATASET] if POS_DATASET in h5 else [])):
+            if not is_text(h5[name]):
+                raise DefsentError(f"bank {name} must be strings, found {h5[name].dtype}; rebuild it", path=path)
+        if POS_DATASET in h5 and h5[POS_DATASET].shape != shapes["entries"]:
+            raise DefsentError(
+                f"bank has {h5[POS_DATASET].shape} parts of speech for {shapes['entries'][0]:,} entries; rebuild it",
+                path=path,
+            )
         if len(shapes["vectors"]) != 2 or len(shapes["entries"]) != 1 or len(shapes["counts"]) != 1:
             raise DefsentError(
                 f"bank datasets have the wrong shapes ({shapes}); expected entries (n,), vectors (n, d), counts (n,)",

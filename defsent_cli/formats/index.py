@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DefsentError
-from ..io import hdf5_input, is_stdout, refuse_stdout
-from .bank import checked_file, streamed_rows
+from ..io import checked_file, hdf5_input, is_stdout, is_text, refuse_stdout
+from .bank import streamed_rows
 
 if TYPE_CHECKING:  # numpy and h5py only where an index is read or written
     import numpy as np
@@ -363,12 +363,15 @@ def open_index(path: str | Path) -> IndexFile:
     cheaply here (no row is read): the datasets' shapes and type, and, where the index records them, its ``rows``
     and ``dim`` against the datasets and one digest per block of rows."""
     path = Path(path)
-    with checked_file(path, "index", INDEX_FORMAT, DATASETS) as (h5, attrs):
+    with checked_file(path, "index", INDEX_FORMAT, DATASETS, (DIGESTS,)) as (h5, attrs):
         shape = h5["vectors"].shape
         if len(shape) != 2 or h5["ids"].shape != (shape[0],) or h5["texts"].shape != (shape[0],):
             raise DefsentError(f"index datasets disagree in shape; {REBUILD}", path=path)
         if h5["vectors"].dtype.kind != "f" or h5["vectors"].dtype.itemsize != 4:
             raise DefsentError(f"index vectors must be float32, found {h5['vectors'].dtype}; {REBUILD}", path=path)
+        for name in ("ids", "texts"):
+            if not is_text(h5[name]):
+                raise DefsentError(f"index {name} must be strings, found {h5[name].dtype}; {REBUILD}", path=path)
         extras = tuple(name for name in h5 if name not in DATASETS and name != DIGESTS)
         digests, block = None, BLOCK_ROWS
         if DIGESTS in h5 or "rows" in attrs or "dim" in attrs:
@@ -386,8 +389,12 @@ def _digests(h5, attrs: dict, shape: tuple, path: Path) -> tuple[tuple[str, ...]
             path=path,
         )
     block = attrs.get("vectors_block_rows")
-    if DIGESTS not in h5 or not isinstance(block, int) or block < 1:
+    if DIGESTS not in h5:
         raise DefsentError(f"index lacks the checksums of its rows (dataset {DIGESTS}): {REBUILD}", path=path)
+    if not isinstance(block, int) or block < 1:
+        raise DefsentError(
+            f"index lacks the rows per checksum (attribute vectors_block_rows, found {block!r}): {REBUILD}", path=path
+        )
     digests = tuple(_text(v) for v in h5[DIGESTS][()].reshape(-1))
     if len(digests) != -(-shape[0] // block) or any(len(d) != 64 for d in digests):
         raise DefsentError(

@@ -78,11 +78,17 @@ def resolved_loose(value: str, folder: str | Path) -> str:
 
 def command_arguments(command: list[str], cwd: str | Path) -> list[str]:
     """A command line (provenance's ``command``) with its absolute paths, and relative ones that climb out of the
-    working folder, recorded relative to ``cwd`` as :func:`recorded_path` records them (``--opt=PATH`` too): the
-    command still reads from the working folder, and names no folder above the two's common one."""
+    working folder, recorded relative to ``cwd`` as :func:`recorded_path` records them (``--opt=PATH`` and
+    ``-oPATH`` too): the command still reads from the working folder, and names no folder above the two's common
+    one."""
 
     def one(argument: str) -> str:
-        head, eq, value = argument.partition("=") if argument.startswith("--") else ("", "", argument)
+        if argument.startswith("--"):
+            head, eq, value = argument.partition("=")
+        elif argument[:1] == "-" and argument[1:2].isalpha() and argument[2:].startswith(("/", "..")):
+            head, eq, value = argument[:2], "", argument[2:]  # a short option with its value attached: -m/models/x
+        else:
+            head, eq, value = "", "", argument
         if not (os.path.isabs(value) or value.startswith("../") or value == ".."):
             return argument
         return f"{head}{eq}{recorded_path(os.path.join(os.fspath(cwd), value), cwd)}"
@@ -126,8 +132,16 @@ def _convert_info(info: dict, file, model, cwd, command) -> dict:
     for key in CHECKPOINT_MODELS:
         if isinstance(out.get(key), str):
             out[key] = model(out[key])
-    if isinstance(out.get("models"), list):
-        out["models"] = [model(m) if isinstance(m, str) else m for m in out["models"]]
+    for key in ("models", "soup"):  # a merge's models, and those its soup kept
+        if isinstance(out.get(key), list):
+            out[key] = [model(m) if isinstance(m, str) else m for m in out[key]]
+    if isinstance(out.get("greedy"), list):  # the greedy soup's log: a model per line
+        out["greedy"] = [
+            {**line, "model": model(line["model"])}
+            if isinstance(line, dict) and isinstance(line.get("model"), str)
+            else line
+            for line in out["greedy"]
+        ]
     if isinstance(out.get("bank_attrs"), dict):
         out["bank_attrs"] = _bank_attrs(out["bank_attrs"], file, model)
     if isinstance(out.get("provenance"), dict):

@@ -1,5 +1,6 @@
-"""HDF5 files read and written safely: opened with a one-line error naming the file, written atomically, streamed
-into space taken first (the free space checked before the work starts)."""
+"""HDF5 files read and written safely: opened with a one-line error naming the file (a defsent bank's or index's
+header checked: :func:`checked_file`), written atomically, streamed into space taken first (the free space checked
+before the work starts)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import errno
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import DefsentError
@@ -88,3 +90,34 @@ def hdf5_stream(path: str | Path, needed: int):
         os.truncate(tmp, 0)
         with h5py.File(tmp, "w") as h5:
             yield h5
+
+
+@contextlib.contextmanager
+def checked_file(
+    path: Path, kind: str, fmt: str, datasets: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Iterator[tuple[object, dict]]:
+    """A defsent HDF5 file (a bank, an index: ``kind``) opened for its header: there, of format ``fmt``, holding
+    ``datasets`` (and ``optional`` ones where present) as datasets, not groups; yields the open file and its
+    attributes as plain values. Anything else: one line naming it."""
+    import h5py
+    import numpy as np
+
+    if not path.is_file():
+        raise DefsentError(f"no such {kind} file", path=path)
+    with hdf5_input(path, f"the {kind}") as h5:
+        if h5.attrs.get("format") != fmt:
+            raise DefsentError(f"not a defsent {kind} (format attribute is not {fmt!r})", path=path)
+        missing = [name for name in datasets if name not in h5]
+        if missing:
+            raise DefsentError(f"{kind} is missing dataset {missing[0]!r}", path=path)
+        for name in (*datasets, *(name for name in optional if name in h5)):
+            if not isinstance(h5[name], h5py.Dataset):
+                raise DefsentError(f"{kind} is damaged: {name!r} is not a dataset; rebuild it", path=path)
+        yield h5, {k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5.attrs.items()}
+
+
+def is_text(dataset) -> bool:
+    """Whether an HDF5 dataset holds strings (as the bank's and index's text datasets are written)."""
+    import h5py
+
+    return h5py.check_string_dtype(dataset.dtype) is not None or dataset.dtype.kind in ("S", "U")

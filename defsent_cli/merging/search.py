@@ -87,13 +87,20 @@ def greedy_soup(models: list[Ingredient], score: Scorer) -> tuple[list[Ingredien
     order = sorted(range(len(models)), key=lambda i: -own[i])
     soup, best, log = [models[order[0]]], own[order[0]], []
     log.append(
-        {"model": str(models[order[0]].path), "own": round(own[order[0]], 4), "soup": round(best, 4), "added": True}
+        {
+            "model": str(models[order[0]].path.resolve()),
+            "own": round(own[order[0]], 4),
+            "soup": round(best, 4),
+            "added": True,
+        }
     )
     for i in order[1:]:
         trial = [*soup, models[i]]
         value = score(combine(trial, [1.0 / len(trial)] * len(trial)))
         added = value >= best
-        log.append({"model": str(models[i].path), "own": round(own[i], 4), "soup": round(value, 4), "added": added})
+        log.append(
+            {"model": str(models[i].path.resolve()), "own": round(own[i], 4), "soup": round(value, 4), "added": added}
+        )
         note(f"greedy soup: {models[i].path} -> {value:.2f} ({'kept' if added else 'left out'})")
         if added:
             soup, best = trial, value
@@ -136,5 +143,5 @@ def merge(
         result = _choose_alpha(base, models, weights, alphas or [1.0], score)
     if log:
         result.report["greedy"] = log
-    result.report["soup"] = [str(m.path) for m in models]
+    result.report["soup"] = [str(m.path.resolve()) for m in models]  # absolute: the checkpoint records them portably
     return result
