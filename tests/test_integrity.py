@@ -217,6 +217,12 @@ def test_a_bank_damaged_in_its_structure_is_an_error_naming_the_file(cli, built,
     one_error(lookup(target), target, "entries must be strings")
     target = damaged(replace("pos", np.array([b"noun"])))
     one_error(lookup(target), target, "parts of speech for 3 entries")
+    # entry names swapped in the file: the dictionary it was built from (there, unchanged) says so, not a hit
+    target = damaged(replace("entries", np.array([b"giraffe", b"piglet", b"joy"], dtype=object)))
+    one_error(lookup(target), target, "the bank is damaged")
+    given = cli("lookup", "--bank", target, "--dictionary", dictionary, "-m", built["model"], "a baby pig", *CPU)
+    one_error(given, target, "the bank is damaged")
+    assert lookup(bank).exit_code == 0
 
 
 def old(path: Path) -> Path:

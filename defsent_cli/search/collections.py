@@ -17,6 +17,7 @@ chunk of rows whatever the size of the collection. An index built with ``--ann``
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -347,11 +348,24 @@ def bank_senses(bank: BankFile, dictionary: str | Path | None = None) -> dict[st
     dictionary = Path(dictionary)
     if given and not dictionary.is_file():
         raise DefsentError("no such dictionary file", path=dictionary)
+    # the very file the bank was built from: its rows' entries must be the bank's, in order (else the bank's entries
+    # were damaged, and a hit would show another entry's name and definitions)
+    built_from = not given or sha256_file(dictionary) == bank.attrs.get("dictionary_sha256")
     found: dict[str, list[tuple[str, str | None]]] = {}
+    order: list[str] = []
     for row, entry in bank_rows(dictionary, bank.splits, unique=False):
-        if row is not None and entry.entry not in found:
+        if row is None:
+            continue
+        order.append(entry.entry)
+        if entry.entry not in found:
             meta = entry.meta or [{}] * len(entry.definitions)
             found[entry.entry] = [
                 (d, normalize_pos(m.get("pos"))) for d, m in zip(entry.definitions, meta, strict=True)
             ]
+    if built_from and any(a != b for a, b in itertools.zip_longest(order, bank.iter_entries())):
+        raise DefsentError(
+            f"the bank's entries are not those of {dictionary}, from which it was built, row for row: the bank is "
+            "damaged; rebuild it with defsent embed-entries",
+            path=bank.source,
+        )
     return found
