@@ -217,6 +217,17 @@ def test_a_bank_damaged_in_its_structure_is_an_error_naming_the_file(cli, built,
     one_error(lookup(target), target, "entries must be strings")
     target = damaged(replace("pos", np.array([b"noun"])))
     one_error(lookup(target), target, "parts of speech for 3 entries")
+
+    # a damaged value in a row (finite, but no encoder's): refused by every reader, whatever the similarity
+    def huge(h5):
+        h5["vectors"][1, 5] = 1e38
+
+    target = damaged(huge)
+    for similarity in ("cosine", "dot"):
+        one_error(cli("lookup", "--bank", target, "-m", built["model"], "--similarity", similarity, "a baby pig",
+                      *CPU), target, "overflows float32")  # fmt: skip
+    done = cli("eval-dict", dictionary, "--split", "train", "--bank", target, "-m", built["model"], *CPU)
+    one_error(done, target, "overflows float32")
     # entry names swapped in the file: the dictionary it was built from (there, unchanged) says so, not a hit
     target = damaged(replace("entries", np.array([b"giraffe", b"piglet", b"joy"], dtype=object)))
     one_error(lookup(target), target, "the bank is damaged")

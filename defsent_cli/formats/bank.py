@@ -374,18 +374,28 @@ def _strings(values) -> list[str]:
 
 
 def _check_finite(vectors: np.ndarray, path: Path, dtype="float32", stored=None, block: int = 65536) -> None:
-    """A NaN or infinite row is an error; checked ``block`` rows at a time (no boolean copy of a whole bank).
-    Read as a narrower ``dtype`` (``--bank-dtype float16``), a row may have become infinite in the conversion
-    alone: ``stored(rows)`` reads those rows as the file holds them, and finite there, the error says that the
-    values exceed the dtype's range (and what to do), not that the bank is broken."""
+    """A NaN or infinite row is an error, and so is one whose length overflows float32 (a damaged value, 1e38,
+    which no encoder gives: its cosine would be 0, its dot product absurd); checked ``block`` rows at a time (no
+    boolean copy of a whole bank). Read as a narrower ``dtype`` (``--bank-dtype float16``), a row may have become
+    infinite in the conversion alone: ``stored(rows)`` reads those rows as the file holds them, and finite there,
+    the error says that the values exceed the dtype's range (and what to do), not that the bank is broken."""
     import numpy as np
 
-    bad = [
-        i + np.flatnonzero((~np.isfinite(vectors[i : i + block])).any(axis=1)) for i in range(0, len(vectors), block)
-    ]
+    limit = float(np.finfo(np.float32).max)
+
+    def damaged(rows) -> np.ndarray:
+        square = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)  # NaN or inf for a non-finite row
+        return np.flatnonzero(~(square <= limit))
+
+    bad = [i + damaged(vectors[i : i + block]) for i in range(0, len(vectors), block)]
     bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
     if not len(bad):
         return
+    if np.isfinite(np.asarray(vectors[bad])).all():
+        raise DefsentError(
+            f"bank has {len(bad)} row(s) whose length overflows float32 (a damaged value): rebuild it",
+            path=path,
+        )
     narrow = np.dtype(dtype)
     if stored is not None and narrow.itemsize < 4:
         original = np.asarray(stored(bad), dtype=np.float64)
