@@ -234,6 +234,22 @@ def test_a_bank_damaged_in_its_structure_is_an_error_naming_the_file(cli, built,
     given = cli("lookup", "--bank", target, "--dictionary", dictionary, "-m", built["model"], "a baby pig", *CPU)
     one_error(given, target, "the bank is damaged")
     assert lookup(bank).exit_code == 0
+    # a bank that records no checksum of its dictionary: said so, not that the dictionary changed
+
+    def unsummed(h5):
+        del h5.attrs["dictionary_sha256"]
+
+    target = damaged(unsummed)
+    done = lookup(target)
+    assert done.exit_code == 0 and "records no SHA-256 of" in done.stderr and "changed since" not in done.stderr
+
+
+def test_a_graph_added_without_its_checksum_says_so_in_one_sentence(cli, built, tmp_path):
+    index = copy(built, "ann", tmp_path) if "ann" in built else needs(built, "ann")
+    with h5py.File(index, "r+") as h5:
+        del h5.attrs["ann_hnsw_sha256"]
+    error = one_error(search(cli, index, "red cat"), index, "has no SHA-256 recorded beside it")
+    assert "recorded when the index was built" not in error
 
 
 def old(path: Path) -> Path:

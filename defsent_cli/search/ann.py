@@ -221,9 +221,11 @@ def load_hnsw(h5, index, ef_search: int = EF_SEARCH) -> Hnsw | None:
             digest.update(np.ascontiguousarray(dataset[at : at + STREAM_BYTES], dtype=np.uint8))
         if recorded != digest.hexdigest():
             what = (
-                "does not match the SHA-256" if recorded else "has no SHA-256 (it was added after the index was built)"
+                "does not match the SHA-256 recorded when the index was built"
+                if recorded
+                else "has no SHA-256 recorded beside it (added after the index was built?)"
             )
-            raise DefsentError(f"its HNSW graph {what} recorded when the index was built: {fix}", path=source)
+            raise DefsentError(f"its HNSW graph {what}: {fix}", path=source)
     at = 0
 
     def read(size: int) -> bytes:

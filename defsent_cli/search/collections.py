@@ -341,6 +341,10 @@ def bank_senses(bank: BankFile, dictionary: str | Path | None = None) -> dict[st
             why = f"was built from {recorded}, which is not there" if recorded not in (None, "", "-") else why
             note(f"no definitions shown: {bank.source} {why} (--dictionary DICT.jsonl gives them)")
             return {}
+        if not bank.attrs.get("dictionary_sha256"):
+            note(f"no definitions shown: {bank.source} records no SHA-256 of {recorded}, so it cannot be checked "
+                 "(--dictionary DICT.jsonl gives them)")  # fmt: skip
+            return {}
         if sha256_file(recorded) != bank.attrs.get("dictionary_sha256"):
             note(f"no definitions shown: {recorded} changed since {bank.source} was built (--dictionary)")
             return {}
