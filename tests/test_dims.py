@@ -90,7 +90,9 @@ def test_dims_out_of_range_is_a_one_line_error(cli, tiny_st, tmp_path):
     assert f"--dims {WIDTH + 1}" in done.stderr and str(WIDTH) in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x.npy").exists()
     zero = cli("encode", "a baby pig", "-m", tiny_st, "--dims", "0", "-o", tmp_path / "y.npy")
-    assert zero.exit_code == 2 and "Invalid value 0 for '--dims'" in zero.stderr  # the value given, named
+    assert zero.exit_code == 2 and "Invalid value '0' for '--dims'" in zero.stderr  # the value given, named
+    short = cli("search", "--index", tmp_path / "none.h5", "-k0", "a baby pig")  # a short option's value attached
+    assert short.exit_code == 2 and "Invalid value '0' for '--top-k' / '-k'" in short.stderr, short.stderr
     assert len(zero.stderr.strip().splitlines()) == 1
     twice = cli("encode", "a baby pig", "-m", tiny_st, "--dims", "4", "--dims", "5", "-o", tmp_path / "z.npy")
     assert twice.exit_code == 2 and "--dims" in twice.stderr and "more than once" in twice.stderr

@@ -228,6 +228,10 @@ def test_a_bank_damaged_in_its_structure_is_an_error_naming_the_file(cli, built,
                       *CPU), target, "overflows float32")  # fmt: skip
     done = cli("eval-dict", dictionary, "--split", "train", "--bank", target, "-m", built["model"], *CPU)
     one_error(done, target, "overflows float32")
+    # read as float16 (train --bank-dtype float16) the row becomes infinite: still damaged, not "the bank is fine"
+    args = ["train", dictionary, "--bank", target, "-m", built["model"], "--bank-dtype", "float16", "--device", "cpu"]
+    error = one_error(cli(*args, "-o", tmp_path / "t16"), target, "overflows float32")
+    assert "is fine" not in error
     # entry names swapped in the file: the dictionary it was built from (there, unchanged) says so, not a hit
     target = damaged(replace("entries", np.array([b"giraffe", b"piglet", b"joy"], dtype=object)))
     one_error(lookup(target), target, "the bank is damaged")

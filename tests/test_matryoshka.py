@@ -165,6 +165,9 @@ def test_a_killed_matryoshka_run_resumes_to_the_same_weights(banked, still_bert,
     refused = defsent(*other, "--resume", check=False)
     assert refused.exit_code == 2 and "--matryoshka 32,8 (saved: 32,16:0.5,8)" in refused.stderr
     assert "--matryoshka-" not in refused.stderr  # the option a user types, not the recorded settings' names
+    near = [a if a != "32,16:0.5,8" else "32,16:0.5000001,8" for a in base]  # a weight changed in its 7th digit
+    refused = defsent(*near, "--resume", check=False)
+    assert refused.exit_code == 2 and "--matryoshka 32,16:0.5000001,8 (saved: 32,16:0.5,8)" in refused.stderr
     unset = [a for a in base if a not in ("--matryoshka", "32,16:0.5,8")]
     refused = defsent(*unset, "--resume", check=False)
     assert refused.exit_code == 2 and "--matryoshka not given (saved: 32,16:0.5,8)" in refused.stderr

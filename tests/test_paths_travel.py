@@ -69,6 +69,20 @@ def test_a_bank_linked_into_another_folder_shows_its_definitions(built, tmp_path
     assert hit["definitions"] == ["a baby pig"] and "no definitions shown" not in done.stderr
 
 
+def test_a_bank_in_a_content_store_finds_its_dictionary_beside_its_link(built, tmp_path):
+    """The Hugging Face cache's layout (git-annex's, DVC's): each file a link into a store of blobs."""
+    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshots" / "rev"
+    blobs.mkdir()
+    snapshot.mkdir(parents=True)
+    for name, blob in (("bank.h5", "b1"), ("dict.jsonl", "d1")):
+        shutil.copyfile(built["A"] / name, blobs / blob)
+        (snapshot / name).symlink_to(Path("..", "..", "blobs", blob))
+    done = defsent("lookup", "--bank", snapshot / "bank.h5", "-m", built["model"], "-k", "1", "--json", "a baby pig",
+                   *TORCH_FP32, cwd=built["B"])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["definitions"] == ["a baby pig"], done.stderr
+
+
 def test_a_bank_built_in_one_folder_shows_its_definitions_served_from_another(built, monkeypatch):
     from test_serve import http, serving
 

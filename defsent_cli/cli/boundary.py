@@ -370,7 +370,7 @@ _ARGS: list[str] = []
 
 def _with_value(exc, message: str) -> str:
     """``message`` naming the value the user gave where Click's (typer's range checks: "Input should be greater
-    than or equal to 1") does not: ``Invalid value 0 for '--dims': input should be ...``."""
+    than or equal to 1") does not: ``Invalid value '0' for '--dims': input should be ...``."""
     param = getattr(exc, "param", None)
     if not isinstance(exc, click_errors.BadParameter) or param is None or not getattr(param, "opts", None):
         return message
@@ -380,13 +380,15 @@ def _with_value(exc, message: str) -> str:
         name, equals, value = arg.partition("=")
         if name in names:
             given = value if equals else (_ARGS[i + 1] if i + 1 < len(_ARGS) else None)
+        elif len(arg) > 2 and arg[:2] in names and not arg.startswith("--"):  # a short option's value attached: -k0
+            given = arg[2:]
     if given is None or f"'{given}'" in message or f'"{given}"' in message:  # Click quotes a value it names
         return message
     start = "Invalid value for "
     if not message.startswith(start):
         return message
     hint, colon, reason = message[len(start) :].partition(": ")
-    return f"Invalid value {given} for {hint}: {reason[:1].lower()}{reason[1:]}" if colon else message
+    return f"Invalid value {given!r} for {hint}: {reason[:1].lower()}{reason[1:]}" if colon else message
 
 
 def _interrupted(run=None) -> None:

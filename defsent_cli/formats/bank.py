@@ -151,17 +151,27 @@ def recorded_attrs(attrs: dict, path: str | Path) -> dict:
 
 
 def resolved_attrs(attrs: dict, path: str | Path) -> dict:
-    """The attributes of the bank at ``path`` as read: the files it names resolved against its folder (the real
-    file's, where ``path`` is a symbolic link: the folder it was written in; a bank written before recorded its
-    dictionary as typed, in the folder it was built in: taken from the bank's folder too); absolute paths as they
-    are."""
+    """The attributes of the bank at ``path`` as read: the files it names resolved against its folder (a bank
+    written before recorded its dictionary as typed, in the folder it was built in: taken from the bank's folder
+    too); absolute paths as they are. Where ``path`` is a symbolic link, a file not found beside the link is taken
+    from beside the real file, where the bank was written (a bank linked into another folder; a content store,
+    the Hugging Face cache's blobs, links each file alone: there the link's folder is the one)."""
     from .recorded import resolved_loose
 
-    folder, out = Path(os.path.realpath(path)).parent, dict(attrs)
+    beside, real = Path(path).absolute().parent, Path(os.path.realpath(path)).parent
+
+    def found(value: str) -> str:
+        near = resolved_loose(value, beside)
+        if real == beside or value in ("", "-") or os.path.exists(near):
+            return near
+        far = resolved_loose(value, real)
+        return far if os.path.exists(far) else near
+
+    out = dict(attrs)
     if isinstance(out.get("dictionary"), str):
-        out["dictionary"] = resolved_loose(out["dictionary"], folder)
+        out["dictionary"] = found(out["dictionary"])
     if isinstance(out.get("texts"), str) and out["texts"]:
-        out["texts"] = "\n".join(resolved_loose(t, folder) for t in out["texts"].splitlines())
+        out["texts"] = "\n".join(found(t) for t in out["texts"].splitlines())
     return out
 
 
@@ -391,22 +401,21 @@ def _check_finite(vectors: np.ndarray, path: Path, dtype="float32", stored=None,
     bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)
     if not len(bad):
         return
-    if np.isfinite(np.asarray(vectors[bad])).all():
-        raise DefsentError(
-            f"bank has {len(bad)} row(s) whose length overflows float32 (a damaged value): rebuild it",
-            path=path,
-        )
-    narrow = np.dtype(dtype)
+    narrow, found = np.dtype(dtype), np.asarray(vectors[bad])
     if stored is not None and narrow.itemsize < 4:
-        original = np.asarray(stored(bad), dtype=np.float64)
-        if np.isfinite(original).all():
+        found = np.asarray(stored(bad), dtype=np.float64)  # the rows as the file holds them
+        if np.isfinite(found).all() and not len(damaged(found)):  # sound as stored: only the dtype is short
             limit = float(np.finfo(narrow).max)
             raise DefsentError(
-                f"bank holds values up to {np.abs(original).max():g} in magnitude, beyond {narrow.name}'s range "
+                f"bank holds values up to {np.abs(found).max():g} in magnitude, beyond {narrow.name}'s range "
                 f"(±{limit:g}): in {narrow.name} {len(bad)} row(s) would become infinite; the bank itself is fine: "
                 f"train with --bank-dtype float32",
                 path=path,
             )
+    if np.isfinite(found).all():
+        raise DefsentError(
+            f"bank has {len(bad)} row(s) whose length overflows float32 (a damaged value): rebuild it", path=path
+        )
     raise DefsentError(f"bank has {len(bad)} row(s) with NaN or infinite values; rebuild it", path=path)
 
 
@@ -416,14 +425,6 @@ def open_bank(path: str | Path) -> BankFile:
     path = Path(path)
     with checked_file(path, "bank", BANK_FORMAT, ("entries", "vectors", "counts"), (POS_DATASET,)) as (h5, attrs):
         shapes = {name: h5[name].shape for name in ("entries", "vectors", "counts")}
-        for name in ("entries", *([POS_DATASET] if POS_DATASET in h5 else [])):
-            if not is_text(h5[name]):
-                raise DefsentError(f"bank {name} must be strings, found {h5[name].dtype}; rebuild it", path=path)
-        if POS_DATASET in h5 and h5[POS_DATASET].shape != shapes["entries"]:
-            raise DefsentError(
-                f"bank has {h5[POS_DATASET].shape} parts of speech for {shapes['entries'][0]:,} entries; rebuild it",
-                path=path,
-            )
         if len(shapes["vectors"]) != 2 or len(shapes["entries"]) != 1 or len(shapes["counts"]) != 1:
             raise DefsentError(
                 f"bank datasets have the wrong shapes ({shapes}); expected entries (n,), vectors (n, d), counts (n,)",
@@ -431,6 +432,18 @@ def open_bank(path: str | Path) -> BankFile:
             )
         if h5["vectors"].dtype.kind != "f":
             raise DefsentError(f"bank vectors must be floats, found {h5['vectors'].dtype}", path=path)
+        if h5["counts"].dtype.kind not in "iu":
+            raise DefsentError(f"bank counts must be integers, found {h5['counts'].dtype}; rebuild it", path=path)
+        for name in ("entries", *([POS_DATASET] if POS_DATASET in h5 else [])):
+            if not is_text(h5[name]):
+                raise DefsentError(f"bank {name} must be strings, found {h5[name].dtype}; rebuild it", path=path)
+        if POS_DATASET in h5 and h5[POS_DATASET].shape != shapes["entries"]:
+            got = h5[POS_DATASET].shape
+            raise DefsentError(
+                f"bank has {got[0] if len(got) == 1 else got} parts of speech for {shapes['entries'][0]:,} entries; "
+                "rebuild it",
+                path=path,
+            )
     n, dim = shapes["vectors"]
     if shapes["entries"][0] != n or shapes["counts"][0] != n:
         raise DefsentError("bank datasets disagree in length", path=path)

@@ -244,11 +244,12 @@ def index_collection(
     recorded = index.attrs.get("encoder")
     other = isinstance(recorded, str) and Path(recorded).resolve() != Path(loaded.path).resolve()
     if another_width(index.dim, loaded.dim, index.attrs.get("dims")):
-        fix = (
-            f"search it with the model that built it ({index.attrs.get('encoder', 'recorded in the index')})"
-            if other or not isinstance(recorded, str)
-            else "it records no --dims for its narrower rows (damaged, or not written by defsent index): rebuild it"
-        )
+        if other or not isinstance(recorded, str):
+            fix = f"search it with the model that built it ({index.attrs.get('encoder', 'recorded in the index')})"
+        elif index.dim > loaded.dim:
+            fix = "the model at that path is no longer the one that built it (retrained?): rebuild the index with it"
+        else:
+            fix = "it records no --dims for its narrower rows (damaged, or not written by defsent index): rebuild it"
         raise DefsentError(
             f"the index has {index.dim} dims but the model {loaded.path} has {loaded.dim}; {fix}", path=index.source
         )
@@ -354,7 +355,8 @@ def bank_senses(bank: BankFile, dictionary: str | Path | None = None) -> dict[st
         raise DefsentError("no such dictionary file", path=dictionary)
     # the very file the bank was built from: its rows' entries must be the bank's, in order (else the bank's entries
     # were damaged, and a hit would show another entry's name and definitions)
-    built_from = not given or sha256_file(dictionary) == bank.attrs.get("dictionary_sha256")
+    recorded_sha = bank.attrs.get("dictionary_sha256")
+    built_from = not given or (bool(recorded_sha) and sha256_file(dictionary) == recorded_sha)
     found: dict[str, list[tuple[str, str | None]]] = {}
     order: list[str] = []
     for row, entry in bank_rows(dictionary, bank.splits, unique=False):

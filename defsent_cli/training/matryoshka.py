@@ -48,12 +48,13 @@ def parse_dims(text: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
 
 def option_text(settings: dict) -> str | None:
     """The ``--matryoshka`` value that records as ``settings`` (:meth:`Matryoshka.settings`: a run's, a saved
-    state's), weights of 1 left out; None where they record no Matryoshka term."""
+    state's), weights of 1 left out, the others exactly (``repr``: typed back, the same float); None where they
+    record no Matryoshka term."""
     dims = settings.get("matryoshka_dims")
     if not dims:
         return None
     weights = settings.get("matryoshka_weights") or [1.0] * len(dims)
-    return ",".join(str(d) if w == 1 else f"{d}:{w:g}" for d, w in zip(dims, weights, strict=False))
+    return ",".join(str(d) if w == 1 else f"{d}:{float(w)!r}" for d, w in zip(dims, weights, strict=False))
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,9 @@ def check_resume(doc: dict, trainer, path: Path) -> None:
             continue  # one option, --matryoshka, below
         if k not in aux or k not in aux_saved or aux[k] != aux_saved[k]:
             differ.append(f"{_option(k)} {_shown(aux.get(k))} (saved: {_shown(aux_saved.get(k))})")
-    if (now := option_text(aux)) != (before := option_text(aux_saved)):
-        differ.append(f"--matryoshka {_shown(now)} (saved: {_shown(before)})")
+    keys = ("matryoshka_dims", "matryoshka_weights")
+    if [aux.get(k) for k in keys] != [aux_saved.get(k) for k in keys]:  # shown as the option is typed
+        differ.append(f"--matryoshka {_shown(option_text(aux))} (saved: {_shown(option_text(aux_saved))})")
     if differ:
         raise DefsentError(
             f"cannot resume: settings differ from the saved run: {'; '.join(differ)}; resume with the saved run's "
