@@ -471,6 +471,11 @@ def check_bank_matches(bank: Bank | BankFile, dictionary: str | Path) -> None:
         )
     # the file embed-entries read (same SHA-256), so its entries were checked for repeats then: not again here
     expected = (entry.entry for row, entry in bank_rows(dictionary, bank.splits, unique=False) if row is not None)
-    missing = object()
-    if any(a != b for a, b in itertools.zip_longest(expected, bank.iter_entries(), fillvalue=missing)):
+    if not follows(bank, expected):
         raise DefsentError(f"bank entries do not match {dictionary} line by line; rebuild it", path=bank_path)
+
+
+def follows(bank: Bank | BankFile, entries: Iterator[str]) -> bool:
+    """Whether the bank's entry strings are ``entries``, row for row (both read as streams)."""
+    missing = object()
+    return all(a == b for a, b in itertools.zip_longest(entries, bank.iter_entries(), fillvalue=missing))

@@ -17,7 +17,6 @@ chunk of rows whatever the size of the collection. An index built with ``--ann``
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DefsentError
-from ..formats.bank import BANK_FORMAT, Bank, BankFile, nonfinite_rows, open_bank
+from ..formats.bank import BANK_FORMAT, Bank, BankFile, follows, nonfinite_rows, open_bank
 from ..formats.index import INDEX_FORMAT, IndexFile, file_format, open_index
 from ..log import note, warn
 from ..space.dims import another_width, collection_dims, cut_rows
@@ -368,7 +367,7 @@ def bank_senses(bank: BankFile, dictionary: str | Path | None = None) -> dict[st
             found[entry.entry] = [
                 (d, normalize_pos(m.get("pos"))) for d, m in zip(entry.definitions, meta, strict=True)
             ]
-    if built_from and any(a != b for a, b in itertools.zip_longest(order, bank.iter_entries())):
+    if built_from and not follows(bank, iter(order)):
         raise DefsentError(
             f"the bank's entries are not those of {dictionary}, from which it was built, row for row: the bank is "
             "damaged; rebuild it with defsent embed-entries",

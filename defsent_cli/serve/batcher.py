@@ -4,10 +4,10 @@ Each request's texts wait in a bounded queue; one worker takes the waiting reque
 ``max_batch`` texts are taken, or as many requests wait as the last batch held, or ``max_wait`` seconds have
 passed since the first of them arrived, and runs them as one call of ``fn`` on the encoding thread (one thread:
 the model runs one batch at a time, and ``encode``'s own worker threads share the cores inside it). A request
-larger than ``max_batch`` runs alone. The last batch's
-requests are the clients likely to come back together: a lone client's request (the last batch held one) runs at
-once instead of waiting ``max_wait`` for company that is not coming, while eight clients' requests wait (at most
-``max_wait``) for each other; until the first batch has run, the whole window is waited. A full queue is
+larger than ``max_batch`` runs alone. The last batch's requests are the clients likely to come back together: a
+lone client's request (the last batch held one) runs at once instead of waiting ``max_wait`` for company that is
+not coming, while eight clients' requests wait (at most ``max_wait``) for each other; until the first batch has
+run, the whole window is waited. A full queue is
 refused at once (:class:`QueueFull`: the server answers 503 with Retry-After); a request whose client left
 (its future cancelled) is dropped before it is encoded.
 
